@@ -1,0 +1,1259 @@
+"""Frontend: a libcst parse of a kernel file into the immutable kernel model.
+
+Mirrors what tilelang's script parser hands to the passes: the kernels of the
+file, their allocations, and for every loop the statement sequence the
+pipeline passes schedule.  The file is never imported or executed.
+
+The file is split into top-level statements ("chunks") which are parsed one by
+one, so a syntax error only costs the chunk it sits in (TL001 there, the rest
+still analysed) and an editor can re-parse just the chunk that changed.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from .model import (
+    Access, Alloc, Attr, BinOp, Binding, Call, CallSite, Compare, Const,
+    Diagnostic, DictExpr, Expr, IfExp, Kernel, Loop, Macro, Module, Name,
+    Opaque, Param, Slice, Span, Stmt, Subscript, TupleExpr, UnaryOp,
+)
+
+# --------------------------------------------------------------------------
+# Import aliases
+# --------------------------------------------------------------------------
+
+_LANG_IMPORT = re.compile(
+    r"^\s*import\s+tilelang\.(?P<asc>ascend\.)?language\s+as\s+(?P<alias>\w+)", re.M)
+_LANG_FROM = re.compile(
+    r"^\s*from\s+tilelang(?P<asc>\.ascend)?\s+import\s+(?:.*,\s*)?language\s+as\s+(?P<alias>\w+)", re.M)
+_LANG_FROM_PLAIN = re.compile(
+    r"^\s*from\s+tilelang(?P<asc>\.ascend)?\s+import\s+(?:[^#\n]*,\s*)?language\s*(?:,|$|#)", re.M)
+_TL_IMPORT = re.compile(r"^\s*import\s+tilelang(?:\s+as\s+(?P<alias>\w+))?\s*$", re.M)
+_IMPORTS_TILELANG = re.compile(r"^\s*(?:import|from)\s+tilelang\b", re.M)
+
+
+@dataclass(frozen=True)
+class Aliases:
+    """Names under which the file reaches ``tilelang.language`` and ``tilelang``."""
+
+    lang: Tuple[str, ...] = ("T",)  # aliases of tilelang.language (normalised to "T")
+    tilelang: Tuple[str, ...] = ("tilelang",)
+    ascend: bool = False
+    imports_tilelang: bool = False
+
+
+def find_aliases(source: str) -> Aliases:
+    lang: List[str] = []
+    ascend = False
+    for rx in (_LANG_IMPORT, _LANG_FROM):
+        for m in rx.finditer(source):
+            lang.append(m.group("alias"))
+            ascend = ascend or bool(m.group("asc"))
+    for m in _LANG_FROM_PLAIN.finditer(source):
+        lang.append("language")
+        ascend = ascend or bool(m.group("asc"))
+    tl = ["tilelang"]
+    for m in _TL_IMPORT.finditer(source):
+        if m.group("alias"):
+            tl.append(m.group("alias"))
+    if not lang:
+        lang = ["T"]
+    return Aliases(tuple(dict.fromkeys(lang)), tuple(dict.fromkeys(tl)), ascend,
+                   bool(_IMPORTS_TILELANG.search(source)))
+
+
+# --------------------------------------------------------------------------
+# Splitting into top-level chunks
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Chunk:
+    start_line: int  # 1-based line of the chunk's first line
+    text: str
+
+
+def split_chunks(source: str) -> List[Chunk]:
+    """Split a file into its top-level statements (decorators stay with their def).
+
+    Uses the tokenizer so brackets and strings spanning lines are respected.  If
+    the tokenizer fails part-way (an unterminated string, say), the rest is cut at
+    lines that start in column 0.
+    """
+    lines = source.splitlines(keepends=True)
+    starts: List[int] = []  # 0-based line indices where a chunk starts
+    depth_ok_line = 0
+    try:
+        indent = 0
+        at_stmt_start = True
+        pending_decorator = False
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            ttype = tok.type
+            if ttype == tokenize.INDENT:
+                indent += 1
+                continue
+            if ttype == tokenize.DEDENT:
+                indent -= 1
+                continue
+            if ttype in (tokenize.NL, tokenize.COMMENT, tokenize.ENCODING):
+                continue
+            if ttype == tokenize.NEWLINE:
+                at_stmt_start = True
+                depth_ok_line = tok.end[0]
+                continue
+            if ttype == tokenize.ENDMARKER:
+                break
+            if at_stmt_start:
+                at_stmt_start = False
+                if indent == 0:
+                    if not pending_decorator:
+                        starts.append(tok.start[0] - 1)
+                    pending_decorator = tok.type == tokenize.OP and tok.string == "@"
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        for i in range(depth_ok_line, len(lines)):
+            line = lines[i]
+            if line[:1] and not line[:1].isspace() and not line.startswith("#"):
+                if i not in starts:
+                    if line.startswith("@") or not (starts and _prev_is_decorator(lines, i)):
+                        starts.append(i)
+    starts = sorted(set(starts))
+    if not starts or starts[0] != 0:
+        starts.insert(0, 0)
+    chunks: List[Chunk] = []
+    for idx, begin in enumerate(starts):
+        end = starts[idx + 1] if idx + 1 < len(starts) else len(lines)
+        text = "".join(lines[begin:end])
+        if text:
+            chunks.append(Chunk(begin + 1, text))
+    return chunks
+
+
+def _prev_is_decorator(lines: Sequence[str], i: int) -> bool:
+    j = i - 1
+    while j >= 0 and (not lines[j].strip() or lines[j].lstrip().startswith("#")):
+        j -= 1
+    return j >= 0 and lines[j].startswith("@")
+
+
+# --------------------------------------------------------------------------
+# Per-chunk result
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChunkModel:
+    kernels: Tuple[Kernel, ...] = ()
+    constants: Tuple[Tuple[str, Expr], ...] = ()
+    call_sites: Tuple[CallSite, ...] = ()
+    functions: Tuple[Tuple[str, Tuple[Param, ...]], ...] = ()
+    macros: Tuple[Macro, ...] = ()
+    problems: Tuple[Diagnostic, ...] = ()
+
+
+def parse_module(source: str) -> Module:
+    """Parse a whole file into a :class:`Module`.  Never raises."""
+    try:
+        aliases = find_aliases(source)
+        chunks = split_chunks(source)
+        models = [parse_chunk(c.text, c.start_line, aliases) for c in chunks]
+        return combine(models, aliases)
+    except RecursionError:
+        return Module(problems=(_problem("TL001", Span(1, 0, 1, 0),
+                                         "the file nests too deeply to analyse"),))
+
+
+def combine(models: Iterable[ChunkModel], aliases: Aliases) -> Module:
+    kernels: List[Kernel] = []
+    constants: List[Tuple[str, Expr]] = []
+    calls: List[CallSite] = []
+    functions: List[Tuple[str, Tuple[Param, ...]]] = []
+    macros: List[Macro] = []
+    problems: List[Diagnostic] = []
+    for m in models:
+        kernels.extend(m.kernels)
+        constants.extend(m.constants)
+        calls.extend(m.call_sites)
+        functions.extend(m.functions)
+        macros.extend(m.macros)
+        problems.extend(m.problems)
+    return Module(tuple(kernels), tuple(constants), tuple(calls), tuple(functions),
+                  tuple(macros), aliases.imports_tilelang, tuple(problems))
+
+
+@lru_cache(maxsize=4096)
+def parse_chunk(text: str, start_line: int, aliases: Aliases) -> ChunkModel:
+    """Parse one top-level statement.  Cached by its text, position and aliases."""
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        return ChunkModel(problems=(_syntax_problem(text, start_line, exc),))
+    except RecursionError:
+        return ChunkModel(problems=(_problem(
+            "TL001", Span(start_line, 0, start_line, 1),
+            "this statement nests too deeply to parse"),))
+    try:
+        wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+        positions = wrapper.resolve(PositionProvider)
+        builder = _Builder(text, start_line, aliases, positions)
+        return builder.build(module)
+    except RecursionError:
+        return ChunkModel(problems=(_problem(
+            "TL001", Span(start_line, 0, start_line, 1),
+            "this statement nests too deeply to analyse"),))
+
+
+def _syntax_problem(text: str, start_line: int, exc: cst.ParserSyntaxError) -> Diagnostic:
+    """TL001 at the broken line.  CPython's own parser (compile-only: nothing runs)
+    usually names the real culprit ("'(' was never closed") where libcst reports
+    the next token, so its message and position are preferred."""
+    line = start_line + max(exc.raw_line, 1) - 1
+    col = max(exc.raw_column, 0)
+    msg = re.sub(r"^error at \d+:\d+: ", "", exc.message.replace("parser error: ", ""))
+    try:
+        ast.parse(text)
+    except SyntaxError as err:
+        if err.lineno:
+            line = start_line + err.lineno - 1
+            col = max((err.offset or 1) - 1, 0)
+            msg = err.msg
+    except (ValueError, RecursionError, MemoryError):  # NUL bytes, absurd nesting
+        pass
+    lines = text.splitlines()
+    rel = line - start_line
+    width = len(lines[rel]) if 0 <= rel < len(lines) else col + 1
+    end = min(max(col + 1, col), max(width, col + 1))
+    return _problem("TL001", Span(line, col, line, end), f"syntax error: {msg}")
+
+
+def _problem(code: str, span: Span, message: str) -> Diagnostic:
+    return Diagnostic(code=code, severity="error", span=span, message=message)
+
+
+# --------------------------------------------------------------------------
+# The builder
+# --------------------------------------------------------------------------
+
+_GEMM_OPS = ("gemm", "wgmma", "mma")
+_FILL_OPS = ("fill", "clear")
+_COPY_OPS = ("copy", "async_copy", "tma_copy", "c2d_im2col", "im2col", "transpose")
+_BIND_RX = re.compile(r"#\s*tilelint:\s*bind\s+(?P<body>.*)$")
+
+_ALLOC_SCOPES = {
+    "alloc_shared": "shared.dyn",
+    "alloc_fragment": "local.fragment",
+    "alloc_local": "local",
+    "alloc_var": "local.var",
+    "alloc_barrier": "shared.barrier",
+    "alloc_l1": "shared.dyn",
+    "alloc_L1": "shared.dyn",
+    "alloc_l0a": "wmma.matrix_a",
+    "alloc_L0A": "wmma.matrix_a",
+    "alloc_l0b": "wmma.matrix_b",
+    "alloc_L0B": "wmma.matrix_b",
+    "alloc_l0c": "wmma.accumulator",
+    "alloc_L0C": "wmma.accumulator",
+    "alloc_ub": "shared",
+    "alloc_UB": "shared",
+    "alloc_tmem": "shared.tmem",
+    "alloc_reducer": "local.fragment",
+}
+
+_LOOP_KINDS = {
+    "Pipelined": "pipelined",
+    "serial": "serial",
+    "Parallel": "parallel",
+    "unroll": "unroll",
+    "vectorized": "vectorized",
+    "Persistent": "serial",
+    "grid": "parallel",
+}
+
+_PIPELINED_KWARGS = ("num_stages", "order", "stage", "annotations")
+_PIPELINED_UNSUPPORTED = ("sync", "group")
+
+
+class _Builder:
+    def __init__(self, text: str, start_line: int, aliases: Aliases, positions) -> None:
+        self.text = text
+        self.lines = text.splitlines()
+        self.offset = start_line - 1
+        self.aliases = aliases
+        self.positions = positions
+        self.kernels: List[Kernel] = []
+        self.constants: List[Tuple[str, Expr]] = []
+        self.calls: List[CallSite] = []
+        self.functions: List[Tuple[str, Tuple[Param, ...]]] = []
+        self.macros: List[Macro] = []
+        self.problems: List[Diagnostic] = []
+
+    # ---- positions --------------------------------------------------------
+    def span(self, node: cst.CSTNode) -> Span:
+        try:
+            r = self.positions[node]
+        except KeyError:
+            return Span(self.offset + 1, 0, self.offset + 1, 0)
+        return Span(r.start.line + self.offset, r.start.column,
+                    r.end.line + self.offset, r.end.column)
+
+    def src(self, node: cst.CSTNode) -> str:
+        try:
+            return cst.Module([]).code_for_node(node)
+        except Exception:  # pragma: no cover - defensive
+            return "<?>"
+
+    # ---- names ------------------------------------------------------------
+    def dotted(self, node: cst.BaseExpression) -> Optional[str]:
+        parts: List[str] = []
+        cur = node
+        while isinstance(cur, cst.Attribute):
+            parts.append(cur.attr.value)
+            cur = cur.value
+        if not isinstance(cur, cst.Name):
+            return None
+        parts.append(cur.value)
+        parts.reverse()
+        return self.normalise(parts)
+
+    def normalise(self, parts: List[str]) -> str:
+        head = parts[0]
+        if head in self.aliases.lang and len(parts) > 1:
+            return "T." + ".".join(parts[1:])
+        if head in self.aliases.tilelang and len(parts) > 2 and parts[1] == "language":
+            return "T." + ".".join(parts[2:])
+        if (head in self.aliases.tilelang and len(parts) > 3 and parts[1] == "ascend"
+                and parts[2] == "language"):
+            return "T." + ".".join(parts[3:])
+        if head in self.aliases.tilelang and len(parts) > 1:
+            return "tilelang." + ".".join(parts[1:])
+        return ".".join(parts)
+
+    # ---- expressions ------------------------------------------------------
+    def expr(self, node: Optional[cst.BaseExpression]) -> Expr:
+        if node is None:
+            return Const(None)
+        if isinstance(node, cst.Integer):
+            try:
+                return Const(int(node.value.replace("_", ""), 0))
+            except ValueError:
+                return Opaque(node.value)
+        if isinstance(node, cst.Float):
+            try:
+                return Const(float(node.value.replace("_", "")))
+            except ValueError:
+                return Opaque(node.value)
+        if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
+            val = node.evaluated_value
+            if isinstance(val, bytes):
+                return Opaque(self.src(node))
+            return Const(val)
+        if isinstance(node, cst.Name):
+            if node.value in ("True", "False"):
+                return Const(node.value == "True")
+            if node.value == "None":
+                return Const(None)
+            return Name(node.value)
+        if isinstance(node, cst.Attribute):
+            d = self.dotted(node)
+            if d is not None:
+                if d.startswith("T.") and d.count(".") == 1:
+                    return Attr(Name("T"), d[2:])
+                return Attr(self.expr(node.value), node.attr.value)
+            return Attr(self.expr(node.value), node.attr.value)
+        if isinstance(node, cst.BinaryOperation):
+            return BinOp(_BINOPS.get(type(node.operator), "?"), self.expr(node.left),
+                         self.expr(node.right))
+        if isinstance(node, cst.UnaryOperation):
+            return UnaryOp(_UNOPS.get(type(node.operator), "?"), self.expr(node.expression))
+        if isinstance(node, cst.BooleanOperation):
+            op = "and" if isinstance(node.operator, cst.And) else "or"
+            return Compare(op, self.expr(node.left), self.expr(node.right))
+        if isinstance(node, cst.Comparison):
+            left = self.expr(node.left)
+            result: Optional[Expr] = None
+            for target in node.comparisons:
+                right = self.expr(target.comparator)
+                cmp = Compare(_CMPOPS.get(type(target.operator), "?"), left, right)
+                result = cmp if result is None else Compare("and", result, cmp)
+                left = right
+            return result if result is not None else left
+        if isinstance(node, cst.IfExp):
+            return IfExp(self.expr(node.test), self.expr(node.body), self.expr(node.orelse))
+        if isinstance(node, cst.Call):
+            func = self.dotted(node.func)
+            if func is None:
+                return Opaque(self.src(node))
+            args: List[Expr] = []
+            kwargs: List[Tuple[str, Expr]] = []
+            for a in node.args:
+                if a.keyword is not None:
+                    kwargs.append((a.keyword.value, self.expr(a.value)))
+                elif a.star:
+                    args.append(Opaque(self.src(a)))
+                else:
+                    args.append(self.expr(a.value))
+            return Call(func, tuple(args), tuple(kwargs))
+        if isinstance(node, (cst.Tuple, cst.List)):
+            items = []
+            for el in node.elements:
+                if isinstance(el, cst.StarredElement):
+                    items.append(Opaque(self.src(el)))
+                else:
+                    items.append(self.expr(el.value))
+            return TupleExpr(tuple(items))
+        if isinstance(node, cst.Dict):
+            pairs: List[Tuple[str, Expr]] = []
+            for el in node.elements:
+                if isinstance(el, cst.DictElement):
+                    key = self.expr(el.key)
+                    if isinstance(key, Const) and isinstance(key.value, str):
+                        pairs.append((key.value, self.expr(el.value)))
+            return DictExpr(tuple(pairs))
+        if isinstance(node, cst.Subscript):
+            idx = self.subscript_indices(node)
+            return Subscript(self.expr(node.value),
+                             idx[0] if len(idx) == 1 else TupleExpr(idx))
+        return Opaque(self.src(node))
+
+    def subscript_indices(self, node: cst.Subscript) -> Tuple[Expr, ...]:
+        out: List[Expr] = []
+        for el in node.slice:
+            sl = el.slice
+            if isinstance(sl, cst.Index):
+                out.append(self.expr(sl.value))
+            elif isinstance(sl, cst.Slice):
+                out.append(Slice(None if sl.lower is None else self.expr(sl.lower),
+                                 None if sl.upper is None else self.expr(sl.upper),
+                                 None if sl.step is None else self.expr(sl.step)))
+        return tuple(out)
+
+    # ---- module level -----------------------------------------------------
+    def build(self, module: cst.Module) -> ChunkModel:
+        for stmt in module.body:
+            self.top_level(stmt, enclosing=None, class_name=None)
+        return ChunkModel(tuple(self.kernels), tuple(self.constants), tuple(self.calls),
+                          tuple(self.functions), tuple(self.macros), tuple(self.problems))
+
+    def top_level(self, stmt: cst.CSTNode, enclosing: Optional[str],
+                  class_name: Optional[str]) -> None:
+        if isinstance(stmt, cst.FunctionDef):
+            self.function(stmt, class_name=class_name)
+        elif isinstance(stmt, cst.ClassDef):
+            for inner in stmt.body.body:
+                self.top_level(inner, enclosing=None, class_name=stmt.name.value)
+        elif isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, (cst.Assign, cst.AnnAssign)) and enclosing is None \
+                        and class_name is None:
+                    self.module_assign(small)
+                self.collect_calls(small, enclosing)
+        elif isinstance(stmt, (cst.If, cst.With, cst.For, cst.While, cst.Try)):
+            self.collect_calls(stmt, enclosing)
+            for inner in _compound_children(stmt):
+                if isinstance(inner, (cst.FunctionDef, cst.ClassDef)):
+                    self.top_level(inner, enclosing, class_name)
+
+    def module_assign(self, node) -> None:
+        if isinstance(node, cst.AnnAssign):
+            if isinstance(node.target, cst.Name) and node.value is not None:
+                self.constants.append((node.target.value, self.expr(node.value)))
+            return
+        value = node.value
+        for target in node.targets:
+            self.assign_target(target.target, value, self.constants)
+
+    def assign_target(self, target, value, out: List[Tuple[str, Expr]]) -> None:
+        if isinstance(target, cst.Name):
+            out.append((target.value, self.expr(value)))
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            names = [el.value for el in target.elements]
+            if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(names):
+                for n, v in zip(names, value.elements):
+                    self.assign_target(n, v.value, out)
+            else:
+                whole = self.expr(value)
+                for i, n in enumerate(names):
+                    if isinstance(n, cst.Name):
+                        out.append((n.value, Subscript(whole, Const(i))))
+
+    def collect_calls(self, node: cst.CSTNode, enclosing: Optional[str]) -> None:
+        builder = self
+
+        class V(cst.CSTVisitor):
+            def visit_Call(self, call: cst.Call) -> Optional[bool]:
+                builder.record_call(call, enclosing)
+                return True
+
+            def visit_FunctionDef(self, fn: cst.FunctionDef) -> Optional[bool]:
+                return False
+
+        node.visit(V())
+
+    def record_call(self, call: cst.Call, enclosing: Optional[str]) -> None:
+        func = call.func
+        via = "call"
+        if isinstance(func, cst.Attribute) and func.attr.value in ("compile", "get_tir",
+                                                                    "get_kernel_source"):
+            via = func.attr.value
+            inner = func.value
+            if isinstance(inner, cst.Name):
+                name = inner.value
+            else:
+                return
+        else:
+            name = self.dotted(func)
+            if name is None:
+                return
+            if name in ("functools.partial", "partial") and call.args:
+                first = self.dotted(call.args[0].value)
+                if first is None:
+                    return
+                name, via = first, "partial"
+                call = call.with_changes(args=call.args[1:])
+        args: List[Expr] = []
+        kwargs: List[Tuple[str, Expr]] = []
+        stars: List[Expr] = []
+        for a in call.args:
+            if a.keyword is not None:
+                kwargs.append((a.keyword.value, self.expr(a.value)))
+            elif a.star == "**":
+                stars.append(self.expr(a.value))
+            elif a.star == "*":
+                args.append(Opaque(self.src(a)))
+            else:
+                args.append(self.expr(a.value))
+        self.calls.append(CallSite(name, self.span(call), tuple(args), tuple(kwargs),
+                                   tuple(stars), via, enclosing))
+
+    # ---- functions --------------------------------------------------------
+    def decorator_names(self, fn: cst.FunctionDef) -> List[str]:
+        names = []
+        for dec in fn.decorators:
+            d = dec.decorator
+            if isinstance(d, cst.Call):
+                d = d.func
+            name = self.dotted(d)
+            if name:
+                names.append(name)
+        return names
+
+    def params(self, fn: cst.FunctionDef) -> Tuple[Param, ...]:
+        out = []
+        p = fn.params
+        for param in list(p.posonly_params) + list(p.params) + list(p.kwonly_params):
+            out.append(Param(param.name.value, self.span(param.name),
+                             None if param.default is None else self.expr(param.default),
+                             None if param.annotation is None
+                             else self.expr(param.annotation.annotation)))
+        return tuple(out)
+
+    def function(self, fn: cst.FunctionDef, class_name: Optional[str],
+                 factory: Optional[cst.FunctionDef] = None,
+                 factory_locals: Optional[List[Tuple[str, Expr]]] = None,
+                 factory_macros: Optional[Dict[str, Macro]] = None) -> None:
+        decos = self.decorator_names(fn)
+        params = self.params(fn)
+        if factory is None:
+            self.functions.append((fn.name.value, params))
+        if any(d in ("T.prim_func", "tilelang.prim_func", "prim_func") for d in decos):
+            self.kernel(fn, "factory" if factory is not None else "module", class_name,
+                        factory, factory_locals or [], factory_macros or {})
+            return
+        if any(d == "T.macro" or d.endswith(".macro") or d == "macro" for d in decos):
+            macro = Macro(fn.name.value, self.span(fn.name), params,
+                          tuple(self.block(fn.body, {}, macros=factory_macros or {})))
+            if factory_macros is not None:
+                factory_macros[fn.name.value] = macro
+            else:
+                self.macros.append(macro)
+            return
+        is_jit = any(d in ("tilelang.jit", "jit", "tilelang.lazy_jit", "lazy_jit")
+                     or d.endswith(".jit") for d in decos)
+        if factory is None and is_jit and _contains_kernel_with(fn, self):
+            self.kernel(fn, "jit", class_name, None, [], {})
+            return
+        if factory is not None:
+            return
+        # A plain function: a factory if it defines a prim_func inside.
+        self.collect_calls(fn.body, fn.name.value)
+        local: List[Tuple[str, Expr]] = []
+        local_macros: Dict[str, Macro] = {m.name: m for m in self.macros}
+        self.factory_body(fn, fn.body.body, class_name, local, local_macros)
+
+    def factory_body(self, fn, stmts, class_name, local, local_macros) -> None:
+        for stmt in stmts:
+            if isinstance(stmt, cst.FunctionDef):
+                self.function(stmt, class_name, factory=fn, factory_locals=list(local),
+                              factory_macros=local_macros)
+            elif isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.Assign):
+                        for t in small.targets:
+                            self.assign_target(t.target, small.value, local)
+                    elif isinstance(small, cst.AnnAssign) and small.value is not None \
+                            and isinstance(small.target, cst.Name):
+                        local.append((small.target.value, self.expr(small.value)))
+            elif isinstance(stmt, (cst.If, cst.With, cst.Try)):
+                self.factory_body(fn, _compound_children(stmt), class_name, local,
+                                  local_macros)
+
+    def comment_bindings(self, node: cst.FunctionDef) -> List[Binding]:
+        """``# tilelint: bind a=1 b=2`` in the comment lines right above ``node``."""
+        out: List[Binding] = []
+        first = self.span(node).line - self.offset  # 1-based within chunk (def line)
+        if node.decorators:
+            first = self.span(node.decorators[0]).line - self.offset
+        i = first - 2
+        while 0 <= i < len(self.lines):
+            line = self.lines[i].strip()
+            if not line.startswith("#"):
+                break
+            m = _BIND_RX.search(line)
+            if m:
+                out.extend(self.parse_bind_body(m.group("body"), i + 1 + self.offset))
+            i -= 1
+        return out
+
+    def parse_bind_body(self, body: str, line: int) -> List[Binding]:
+        out = []
+        for m in re.finditer(r"(\w+)\s*=\s*([^\s,]+)", body):
+            try:
+                val = cst.parse_expression(m.group(2))
+                expr = self.expr(val)
+            except Exception:
+                expr = Opaque(m.group(2))
+            out.append(Binding(m.group(1), expr, "comment",
+                               Span(line, 0, line, len(self.lines[line - 1 - self.offset])
+                                    if 0 <= line - 1 - self.offset < len(self.lines) else 0)))
+        return out
+
+    # ---- kernels ----------------------------------------------------------
+    def kernel(self, fn: cst.FunctionDef, style: str, class_name: Optional[str],
+               factory: Optional[cst.FunctionDef], factory_locals: List[Tuple[str, Expr]],
+               macros: Dict[str, Macro]) -> None:
+        ctx = _KernelCtx(macros=dict(macros))
+        for name, _ in self.params_of(fn):
+            ctx.buffers.add(name)
+        locals_: List[Tuple[str, Expr]] = list(factory_locals)
+        kernel_with: Optional[cst.With] = None
+        body: List[Stmt] = []
+        threads = None
+        threads_span = None
+        grid: Tuple[Expr, ...] = ()
+        # Statements before ``with T.Kernel`` in the prim_func (jit style puts
+        # annotations and T.const here).
+        for stmt in fn.body.body:
+            found = self.find_kernel_with(stmt)
+            if found is not None and kernel_with is None:
+                kernel_with = found
+                call = found.items[0].item
+                assert isinstance(call, cst.Call)
+                grid_args = []
+                for a in call.args:
+                    if a.keyword is None:
+                        grid_args.append(self.expr(a.value))
+                    elif a.keyword.value == "threads":
+                        threads = self.expr(a.value)
+                        threads_span = self.span(a)
+                grid = tuple(grid_args)
+                body = self.block(found.body, ctx, macros=ctx.macros, locals_out=locals_)
+                continue
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                        ann = self.expr(small.annotation.annotation)
+                        ctx.buffers.add(small.target.value)
+                        if small.value is not None:
+                            locals_.append((small.target.value, self.expr(small.value)))
+                        elif isinstance(ann, Call):
+                            locals_.append((small.target.value, ann))
+                    elif isinstance(small, cst.Assign):
+                        val = small.value
+                        if isinstance(val, cst.Call) and (self.dotted(val.func) or "") in (
+                                "T.empty", "T.Tensor", "T.Buffer"):
+                            for t in small.targets:
+                                if isinstance(t.target, cst.Name):
+                                    ctx.buffers.add(t.target.value)
+                        for t in small.targets:
+                            self.assign_target(t.target, val, locals_)
+            elif isinstance(stmt, cst.FunctionDef):
+                decos = self.decorator_names(stmt)
+                if any(d.endswith("macro") for d in decos):
+                    ctx.macros[stmt.name.value] = Macro(
+                        stmt.name.value, self.span(stmt.name), self.params(stmt),
+                        tuple(self.block(stmt.body, {}, macros=ctx.macros)))
+        dialect = "ascend" if self.aliases.ascend else "cuda"
+        fspan = self.span(fn)
+        # The def line, not the decorators.
+        def_span = Span(self.span(fn.name).line, 0, fspan.end_line, fspan.end_col)
+        bindings = self.comment_bindings(fn)
+        if factory is not None:
+            bindings = self.comment_bindings(factory) + bindings
+        attrs = tuple(ctx.attrs)
+        self.kernels.append(Kernel(
+            name=fn.name.value,
+            span=def_span,
+            name_span=self.span(fn.name),
+            style=style,
+            dialect=dialect,
+            factory=None if factory is None else factory.name.value,
+            factory_span=None if factory is None else self.span(factory.name),
+            factory_params=() if factory is None else self.params(factory),
+            params=self.params(fn),
+            threads=threads,
+            threads_span=threads_span,
+            kernel_span=None if kernel_with is None else self.span(kernel_with),
+            grid=grid,
+            allocs=tuple(ctx.allocs),
+            body=tuple(body),
+            locals=tuple(locals_),
+            comment_bindings=tuple(bindings),
+            attrs=attrs,
+            class_name=class_name,
+        ))
+
+    def params_of(self, fn: cst.FunctionDef) -> List[Tuple[str, Optional[Expr]]]:
+        return [(p.name, p.annotation) for p in self.params(fn)]
+
+    def find_kernel_with(self, stmt: cst.CSTNode) -> Optional[cst.With]:
+        if isinstance(stmt, cst.With):
+            for item in stmt.items:
+                if isinstance(item.item, cst.Call) and \
+                        (self.dotted(item.item.func) or "") in ("T.Kernel", "T.ScopeKernel"):
+                    return stmt
+            for inner in stmt.body.body:
+                found = self.find_kernel_with(inner)
+                if found is not None:
+                    return found
+        return None
+
+    # ---- statements -------------------------------------------------------
+    def block(self, body, ctx, macros: Dict[str, Macro],
+              locals_out: Optional[List[Tuple[str, Expr]]] = None,
+              pipelined_ancestors: int = 0) -> List[Stmt]:
+        if isinstance(ctx, dict):
+            ctx = _KernelCtx(macros=dict(macros), loose=True)
+        stmts: List[Stmt] = []
+        if isinstance(body, cst.SimpleStatementSuite):
+            items: Sequence[cst.CSTNode] = [body]
+        elif isinstance(body, cst.BaseSuite):
+            items = body.body
+        else:
+            items = body
+        for node in items:
+            if isinstance(node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+                for small in node.body:
+                    st = self.small_stmt(small, ctx, locals_out)
+                    if st is not None:
+                        stmts.append(st)
+            elif isinstance(node, cst.For):
+                stmts.append(self.for_stmt(node, ctx, locals_out, pipelined_ancestors))
+            elif isinstance(node, cst.If):
+                stmts.append(self.if_stmt(node, ctx, locals_out, pipelined_ancestors))
+            elif isinstance(node, cst.With):
+                # ``with T.block(...)`` / other scopes: statements count inline.
+                stmts.extend(self.block(node.body, ctx, ctx.macros, locals_out,
+                                        pipelined_ancestors))
+            elif isinstance(node, cst.While):
+                children = self.block(node.body, ctx, ctx.macros, locals_out,
+                                      pipelined_ancestors)
+                stmts.append(self.compound("loop", "while", node, children))
+            elif isinstance(node, cst.FunctionDef):
+                decos = self.decorator_names(node)
+                if any(d.endswith("macro") for d in decos):
+                    ctx.macros[node.name.value] = Macro(
+                        node.name.value, self.span(node.name), self.params(node),
+                        tuple(self.block(node.body, {}, macros=ctx.macros)))
+            elif isinstance(node, cst.Try):
+                stmts.extend(self.block(node.body, ctx, ctx.macros, locals_out,
+                                        pipelined_ancestors))
+        return stmts
+
+    def compound(self, kind: str, op: str, node: cst.CSTNode, children: List[Stmt],
+                 loop: Optional[Loop] = None, extra_reads: Sequence[Access] = ()) -> Stmt:
+        reads: List[Access] = list(extra_reads)
+        writes: List[Access] = []
+        for ch in children:
+            reads.extend(ch.reads)
+            writes.extend(ch.writes)
+        return Stmt(kind=kind, op=op, span=self.span(node), reads=tuple(reads),
+                    writes=tuple(writes), label=self.label(node), children=tuple(children),
+                    loop=loop)
+
+    def label(self, node: cst.CSTNode) -> str:
+        sp = self.span(node)
+        idx = sp.line - 1 - self.offset
+        if 0 <= idx < len(self.lines):
+            text = self.lines[idx].strip()
+        else:
+            text = ""
+        return text if len(text) <= 80 else text[:77] + "..."
+
+    def if_stmt(self, node: cst.If, ctx, locals_out, pa: int) -> Stmt:
+        children = self.block(node.body, ctx, ctx.macros, locals_out, pa)
+        orelse = node.orelse
+        while orelse is not None:
+            if isinstance(orelse, cst.If):
+                children.extend(self.block(orelse.body, ctx, ctx.macros, locals_out, pa))
+                orelse = orelse.orelse
+            else:
+                children.extend(self.block(orelse.body, ctx, ctx.macros, locals_out, pa))
+                orelse = None
+        cond_reads = self.accesses_in(node.test, ctx)
+        return self.compound("if", "if", node, children, extra_reads=cond_reads)
+
+    def for_stmt(self, node: cst.For, ctx, locals_out, pa: int) -> Stmt:
+        var = node.target.value if isinstance(node.target, cst.Name) else self.src(node.target)
+        it = node.iter
+        condition: Optional[Expr] = None
+        if isinstance(it, cst.IfExp):
+            # ``T.Pipelined(...) if c else T.serial(...)``: model the pipelined arm.
+            body_call, else_call = it.body, it.orelse
+            if isinstance(body_call, cst.Call) and \
+                    (self.dotted(body_call.func) or "").endswith("Pipelined"):
+                condition = self.expr(it.test)
+                it = body_call
+            elif isinstance(else_call, cst.Call) and \
+                    (self.dotted(else_call.func) or "").endswith("Pipelined"):
+                condition = UnaryOp("not", self.expr(it.test))
+                it = else_call
+        kind = "loop"
+        start: Optional[Expr] = None
+        stop: Optional[Expr] = None
+        loop_kwargs: Dict[str, Tuple[Expr, Span, cst.Arg]] = {}
+        unsupported: List[Tuple[str, Span]] = []
+        if isinstance(it, cst.Call):
+            fname = self.dotted(it.func) or ""
+            short = fname[2:] if fname.startswith("T.") else fname
+            if short in _LOOP_KINDS:
+                kind = _LOOP_KINDS[short]
+            elif fname == "range":
+                kind = "range"
+            elif short in ctx.macros or fname in ctx.helper_iterators:
+                kind = "loop"
+            positional = [a for a in it.args if a.keyword is None and not a.star]
+            for a in it.args:
+                if a.keyword is not None:
+                    key = a.keyword.value
+                    loop_kwargs[key] = (self.expr(a.value), self.span(a), a)
+                    if kind == "pipelined" and key in _PIPELINED_UNSUPPORTED:
+                        unsupported.append((key, self.span(a)))
+            if kind in ("pipelined", "serial", "range", "unroll", "vectorized"):
+                if len(positional) >= 2:
+                    start, stop = self.expr(positional[0].value), self.expr(positional[1].value)
+                elif len(positional) == 1:
+                    start, stop = Const(0), self.expr(positional[0].value)
+                if kind == "pipelined" and len(positional) >= 3:
+                    loop_kwargs.setdefault("num_stages", (self.expr(positional[2].value),
+                                                          self.span(positional[2]),
+                                                          positional[2]))
+                if "start" in loop_kwargs:
+                    start = loop_kwargs["start"][0]
+                if "stop" in loop_kwargs:
+                    stop = loop_kwargs["stop"][0]
+            elif kind == "parallel":
+                start = Const(0)
+                stop = TupleExpr(tuple(self.expr(a.value) for a in positional)) \
+                    if len(positional) != 1 else self.expr(positional[0].value)
+        child_pa = pa + (1 if kind == "pipelined" else 0)
+        ctx.loop_vars.add(var)
+        children = self.block(node.body, ctx, ctx.macros, locals_out, child_pa)
+
+        def tuple_of(key: str) -> Tuple[Optional[Tuple[Expr, ...]], Optional[Span]]:
+            if key not in loop_kwargs:
+                return None, None
+            val, sp, arg = loop_kwargs[key]
+            if isinstance(val, TupleExpr):
+                return val.items, self.span(arg.value)
+            return (val,), self.span(arg.value)
+
+        order, order_span = tuple_of("order")
+        stage, stage_span = tuple_of("stage")
+        ns = loop_kwargs.get("num_stages")
+        annotations: Tuple[Tuple[str, Expr], ...] = ()
+        if "annotations" in loop_kwargs and isinstance(loop_kwargs["annotations"][0], DictExpr):
+            annotations = loop_kwargs["annotations"][0].items
+        loop = Loop(
+            var=var, kind=kind, span=self.span(node), iter_span=self.span(it),
+            start=start, stop=stop,
+            num_stages=None if ns is None else ns[0],
+            num_stages_span=None if ns is None else ns[1],
+            order=order, order_span=order_span, stage=stage, stage_span=stage_span,
+            annotations=annotations, unsupported_kwargs=tuple(unsupported),
+            body=tuple(children), pipelined_ancestors=pa, condition=condition,
+        )
+        stmt_kind = {"pipelined": "pipelined", "parallel": "parallel",
+                     "serial": "serial", "range": "serial", "unroll": "serial",
+                     "vectorized": "parallel"}.get(kind, "loop")
+        return self.compound(stmt_kind, "for", node, children, loop=loop)
+
+    def small_stmt(self, small: cst.BaseSmallStatement, ctx, locals_out) -> Optional[Stmt]:
+        if isinstance(small, cst.Expr):
+            if isinstance(small.value, cst.Call):
+                return self.call_stmt(small.value, small, ctx)
+            return None
+        if isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+            return self.assign_stmt(small, ctx, locals_out)
+        return None
+
+    def assign_stmt(self, node, ctx, locals_out) -> Optional[Stmt]:
+        if isinstance(node, cst.Assign):
+            targets = [t.target for t in node.targets]
+            value = node.value
+        elif isinstance(node, cst.AnnAssign):
+            targets = [node.target]
+            value = node.value
+        else:
+            targets = [node.target]
+            value = node.value
+        if value is None:
+            return None
+        # Allocation?
+        if isinstance(value, cst.Call):
+            fname = self.dotted(value.func) or ""
+            short = fname[2:] if fname.startswith("T.") else fname
+            if short in _ALLOC_SCOPES and len(targets) == 1 and isinstance(targets[0], cst.Name):
+                self.alloc(targets[0].value, short, value, node, ctx)
+                return None
+            if short in ("make_tensor", "Tensor", "Buffer", "empty", "decl_buffer") \
+                    and len(targets) == 1 and isinstance(targets[0], cst.Name):
+                ctx.buffers.add(targets[0].value)
+                return None
+        target = targets[0]
+        reads = list(self.accesses_in(value, ctx))
+        if isinstance(node, cst.AugAssign) and isinstance(target, cst.Subscript):
+            reads.extend(self.accesses_in(target, ctx))
+        if isinstance(target, cst.Subscript):
+            base = self.dotted(target.value)
+            idx_reads = []
+            for el in target.slice:
+                if isinstance(el.slice, cst.Index):
+                    idx_reads.extend(self.accesses_in(el.slice.value, ctx))
+            if base is not None:
+                write = Access(base, self.span(target), self.subscript_indices(target))
+                return Stmt(kind="store", op="=", span=self.span(node),
+                            reads=tuple(reads + idx_reads), writes=(write,),
+                            label=self.label(node))
+        if isinstance(target, cst.Name):
+            name = target.value
+            if isinstance(node, cst.AugAssign):
+                # ``x += ...`` on a local var buffer (alloc_var) is a store.
+                if name in ctx.buffers:
+                    acc = Access(name, self.span(target))
+                    return Stmt(kind="store", op="=", span=self.span(node),
+                                reads=tuple(reads) + (acc,), writes=(acc,),
+                                label=self.label(node))
+                return None
+            if name in ctx.buffers and name in ctx.var_buffers:
+                acc = Access(name, self.span(target))
+                return Stmt(kind="store", op="=", span=self.span(node), reads=tuple(reads),
+                            writes=(acc,), label=self.label(node))
+            val = self.expr(value)
+            if locals_out is not None:
+                locals_out.append((name, val))
+            return Stmt(kind="bind", op="=", span=self.span(node), reads=tuple(reads),
+                        label=self.label(node), target=name, value=val)
+        if isinstance(target, (cst.Tuple, cst.List)):
+            if locals_out is not None:
+                for t in node.targets if isinstance(node, cst.Assign) else []:
+                    self.assign_target(t.target, value, locals_out)
+            return Stmt(kind="bind", op="=", span=self.span(node), reads=tuple(reads),
+                        label=self.label(node), target=self.src(target),
+                        value=self.expr(value))
+        return None
+
+    def alloc(self, name: str, func: str, call: cst.Call, node, ctx) -> None:
+        args = [a for a in call.args if a.keyword is None]
+        kw = {a.keyword.value: a for a in call.args if a.keyword is not None}
+        shape: Tuple[Expr, ...] = ()
+        dtype: Expr = Const(None)
+        shape_node = args[0].value if args else (kw["shape"].value if "shape" in kw else None)
+        if shape_node is not None:
+            s = self.expr(shape_node)
+            shape = s.items if isinstance(s, TupleExpr) else (s,)
+        if func in ("alloc_var",):
+            dtype = self.expr(args[0].value) if args else (
+                self.expr(kw["dtype"].value) if "dtype" in kw else Const(None))
+            shape = (Const(1),)
+        elif func == "alloc_barrier":
+            dtype = Const("uint64")
+        else:
+            if len(args) >= 2:
+                dtype = self.expr(args[1].value)
+            elif "dtype" in kw:
+                dtype = self.expr(kw["dtype"].value)
+            elif func in ("alloc_local", "alloc_fragment", "alloc_shared"):
+                dtype = Const(None)
+        scope = _ALLOC_SCOPES[func]
+        if "scope" in kw:
+            s = self.expr(kw["scope"].value)
+            if isinstance(s, Const) and isinstance(s.value, str):
+                scope = s.value
+        elif len(args) >= 3 and func == "alloc_shared":
+            s = self.expr(args[2].value)
+            if isinstance(s, Const) and isinstance(s.value, str):
+                scope = s.value
+        ctx.buffers.add(name)
+        if func == "alloc_var":
+            ctx.var_buffers.add(name)
+        ctx.allocs.append(Alloc(name, func, scope, shape, dtype, self.span(node),
+                                self.span(call)))
+
+    def call_stmt(self, call: cst.Call, node: cst.CSTNode, ctx) -> Optional[Stmt]:
+        fname = self.dotted(call.func)
+        if fname is None:
+            reads = self.accesses_in(call, ctx)
+            return Stmt(kind="call", op=self.src(call.func), span=self.span(node),
+                        reads=tuple(reads), label=self.label(node))
+        short = fname[2:] if fname.startswith("T.") else fname
+        args = [a for a in call.args if a.keyword is None and not a.star]
+        kw = {a.keyword.value: a for a in call.args if a.keyword is not None}
+        span = self.span(node)
+        label = self.label(node)
+        if fname in ("T.func_attr", "T.annotate_layout", "T.use_swizzle", "T.no_set_max_nreg",
+                     "T.annotate_buffer_versions", "T.annotate_l2_hit_ratio",
+                     "T.annotate_ws_schedule"):
+            if fname == "T.func_attr" and args:
+                d = self.expr(args[0].value)
+                if isinstance(d, DictExpr):
+                    ctx.attrs.extend(d.items)
+            if fname == "T.annotate_buffer_versions" and args:
+                ctx.attrs.append(("buffer_versions", self.expr(args[0].value)))
+            return Stmt(kind="annotation", op=fname, span=span, label=label)
+        if short in ctx.macros or (fname in ctx.macros):
+            return self.macro_call(ctx.macros[short if short in ctx.macros else fname],
+                                   call, node, ctx)
+        if fname.startswith("T."):
+            base = short.split(".")[-1]
+            if base in _COPY_OPS or base.endswith("_copy") or base == "copy":
+                src = self.access(args[0].value, ctx) if args else None
+                dst = self.access(args[1].value, ctx) if len(args) > 1 else None
+                if dst is None and "dst" in kw:
+                    dst = self.access(kw["dst"].value, ctx)
+                if src is None and "src" in kw:
+                    src = self.access(kw["src"].value, ctx)
+                extra = [a for a in args[2:]]
+                reads = tuple(x for x in (src,) if x is not None)
+                for a in extra:
+                    reads += tuple(self.accesses_in(a.value, ctx))
+                return Stmt(kind="copy", op=fname, span=span, reads=reads,
+                            writes=tuple(x for x in (dst,) if x is not None), label=label)
+            if any(g in base for g in _GEMM_OPS):
+                ops = [self.access(a.value, ctx) for a in args[:3]]
+                a_, b_, c_ = (ops + [None, None, None])[:3]
+                for key, pos in (("A", 0), ("B", 1), ("C", 2)):
+                    if key in kw:
+                        val = self.access(kw[key].value, ctx)
+                        if pos == 0:
+                            a_ = val
+                        elif pos == 1:
+                            b_ = val
+                        else:
+                            c_ = val
+                reads = [x for x in (a_, b_) if x is not None]
+                clear = kw.get("clear_accum")
+                clear_val = self.expr(clear.value) if clear is not None else Const(False)
+                if c_ is not None and not (isinstance(clear_val, Const) and clear_val.value is True):
+                    reads.append(c_)
+                for a in args[3:]:
+                    reads.extend(self.accesses_in(a.value, ctx))
+                return Stmt(kind="gemm", op=fname, span=span, reads=tuple(reads),
+                            writes=tuple(x for x in (c_,) if x is not None), label=label)
+            if base in _FILL_OPS:
+                dst = self.access(args[0].value, ctx) if args else None
+                reads = tuple(a for x in args[1:] for a in self.accesses_in(x.value, ctx))
+                return Stmt(kind="fill", op=fname, span=span, reads=reads,
+                            writes=tuple(x for x in (dst,) if x is not None), label=label)
+            if base.startswith("reduce") or base in ("cumsum", "finalize_reducer"):
+                src = self.access(args[0].value, ctx) if args else None
+                dst = self.access(args[1].value, ctx) if len(args) > 1 else src
+                clear = kw.get("clear")
+                reads = [x for x in (src,) if x is not None]
+                if clear is not None and isinstance(self.expr(clear.value), Const) and \
+                        self.expr(clear.value).value is False and dst is not None:
+                    reads.append(dst)
+                return Stmt(kind="reduce", op=fname, span=span, reads=tuple(reads),
+                            writes=tuple(x for x in (dst,) if x is not None), label=label)
+            if base.startswith("atomic"):
+                dst = self.access(args[0].value, ctx) if args else None
+                reads = [a for x in args[1:] for a in self.accesses_in(x.value, ctx)]
+                if dst is not None:
+                    reads.append(dst)
+                return Stmt(kind="atomic", op=fname, span=span, reads=tuple(reads),
+                            writes=tuple(x for x in (dst,) if x is not None), label=label)
+        reads = self.accesses_in(call, ctx)
+        return Stmt(kind="call", op=fname, span=span, reads=tuple(reads), label=label)
+
+    def macro_call(self, macro: Macro, call: cst.Call, node, ctx) -> Stmt:
+        """Inline a macro: its statements with parameters renamed to the arguments."""
+        mapping: Dict[str, str] = {}
+        params = [p.name for p in macro.params]
+        pos = [a for a in call.args if a.keyword is None and not a.star]
+        for p, a in zip(params, pos):
+            acc = self.access(a.value, ctx)
+            if acc is not None:
+                mapping[p] = acc.buffer
+        for a in call.args:
+            if a.keyword is not None and a.keyword.value in params:
+                acc = self.access(a.value, ctx)
+                if acc is not None:
+                    mapping[a.keyword.value] = acc.buffer
+        span = self.span(node)
+        children = tuple(_rename(s, mapping, span) for s in macro.body)
+        reads: List[Access] = []
+        writes: List[Access] = []
+        for ch in children:
+            reads.extend(ch.reads)
+            writes.extend(ch.writes)
+        return Stmt(kind="macro", op=macro.name, span=span, reads=tuple(reads),
+                    writes=tuple(writes), label=self.label(node), children=children,
+                    macro=macro.name)
+
+    # ---- accesses ---------------------------------------------------------
+    def access(self, node: cst.BaseExpression, ctx) -> Optional[Access]:
+        if isinstance(node, cst.Name):
+            if ctx.loose or node.value in ctx.buffers:
+                return Access(node.value, self.span(node))
+            return None
+        if isinstance(node, cst.Subscript):
+            base = self.dotted(node.value)
+            if base is not None and (ctx.loose or base in ctx.buffers):
+                return Access(base, self.span(node), self.subscript_indices(node))
+            return None
+        if isinstance(node, cst.Call):
+            fname = self.dotted(node.func) or ""
+            if fname in ("T.region", "T.BufferRegion", "T.access_ptr") and node.args:
+                return self.access(node.args[0].value, ctx)
+        if isinstance(node, cst.Attribute):
+            base = self.dotted(node.value)
+            if base is not None and base in ctx.buffers:
+                return Access(base, self.span(node))
+        return None
+
+    def accesses_in(self, node: cst.CSTNode, ctx) -> List[Access]:
+        out: List[Access] = []
+        builder = self
+
+        class V(cst.CSTVisitor):
+            def visit_Subscript(self, sub: cst.Subscript) -> Optional[bool]:
+                acc = builder.access(sub, ctx)
+                if acc is not None:
+                    out.append(acc)
+                    for el in sub.slice:
+                        el.visit(self)
+                    return False
+                return True
+
+            def visit_Name(self, name: cst.Name) -> Optional[bool]:
+                if name.value in ctx.buffers and not ctx.loose:
+                    out.append(Access(name.value, builder.span(name)))
+                return False
+
+            def visit_Attribute(self, attr: cst.Attribute) -> Optional[bool]:
+                attr.value.visit(self)
+                return False
+
+            def visit_Call(self, call: cst.Call) -> Optional[bool]:
+                for a in call.args:
+                    a.value.visit(self)
+                return False
+
+            def visit_Arg(self, arg: cst.Arg) -> Optional[bool]:
+                arg.value.visit(self)
+                return False
+
+        node.visit(V())
+        return out
+
+
+@dataclass
+class _KernelCtx:
+    macros: Dict[str, Macro] = field(default_factory=dict)
+    buffers: set = field(default_factory=set)
+    var_buffers: set = field(default_factory=set)
+    allocs: List[Alloc] = field(default_factory=list)
+    attrs: List[Tuple[str, Expr]] = field(default_factory=list)
+    loop_vars: set = field(default_factory=set)
+    helper_iterators: set = field(default_factory=set)
+    loose: bool = False  # macro bodies: any name may be a buffer parameter
+
+
+def _rename(stmt: Stmt, mapping: Dict[str, str], span: Span) -> Stmt:
+    """A macro statement seen at its call site: buffers renamed, positions kept
+    at the macro body (so hovers can point into the macro)."""
+
+    def acc(a: Access) -> Access:
+        return Access(mapping.get(a.buffer, a.buffer), a.span, a.indices)
+
+    loop = stmt.loop
+    children = tuple(_rename(c, mapping, span) for c in stmt.children)
+    if loop is not None:
+        loop = Loop(**{**loop.__dict__, "body": children})
+    return Stmt(kind=stmt.kind, op=stmt.op, span=stmt.span,
+                reads=tuple(acc(a) for a in stmt.reads),
+                writes=tuple(acc(a) for a in stmt.writes),
+                label=stmt.label, children=children, loop=loop, target=stmt.target,
+                value=stmt.value, macro=stmt.macro)
+
+
+def _contains_kernel_with(fn: cst.FunctionDef, builder: _Builder) -> bool:
+    found = False
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> Optional[bool]:
+            return node is fn
+
+        def visit_With(self, node: cst.With) -> Optional[bool]:
+            nonlocal found
+            for item in node.items:
+                if isinstance(item.item, cst.Call) and \
+                        (builder.dotted(item.item.func) or "") == "T.Kernel":
+                    found = True
+            return not found
+
+    fn.visit(V())
+    return found
+
+
+def _compound_children(stmt: cst.CSTNode) -> List[cst.CSTNode]:
+    out: List[cst.CSTNode] = []
+    body = getattr(stmt, "body", None)
+    if isinstance(body, cst.BaseSuite):
+        out.extend(body.body if isinstance(body, cst.IndentedBlock) else [])
+    orelse = getattr(stmt, "orelse", None)
+    while orelse is not None:
+        if isinstance(orelse, cst.If):
+            out.extend(orelse.body.body if isinstance(orelse.body, cst.IndentedBlock) else [])
+            orelse = orelse.orelse
+        else:
+            b = getattr(orelse, "body", None)
+            if isinstance(b, cst.IndentedBlock):
+                out.extend(b.body)
+            orelse = None
+    for h in getattr(stmt, "handlers", ()) or ():
+        if isinstance(h.body, cst.IndentedBlock):
+            out.extend(h.body.body)
+    return out
+
+
+_BINOPS = {
+    cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*", cst.Divide: "/",
+    cst.FloorDivide: "//", cst.Modulo: "%", cst.Power: "**", cst.LeftShift: "<<",
+    cst.RightShift: ">>", cst.BitAnd: "&", cst.BitOr: "|", cst.BitXor: "^",
+    cst.MatrixMultiply: "@",
+}
+_UNOPS = {cst.Minus: "-", cst.Plus: "+", cst.Not: "not", cst.BitInvert: "~"}
+_CMPOPS = {
+    cst.LessThan: "<", cst.LessThanEqual: "<=", cst.GreaterThan: ">",
+    cst.GreaterThanEqual: ">=", cst.Equal: "==", cst.NotEqual: "!=",
+    cst.In: "in", cst.NotIn: "not in", cst.Is: "is", cst.IsNot: "is not",
+}

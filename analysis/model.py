@@ -1,0 +1,441 @@
+"""The public data model of tilelint's analysis: plain frozen dataclasses.
+
+Everything the frontend extracts from a kernel file, and everything the passes
+compute from it, is one of these types.  Nothing here knows libcst, LSP or the
+compiler.  Positions are 1-based lines and 0-based code-point columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Tuple, Union
+
+# --------------------------------------------------------------------------
+# Positions
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Span:
+    """A source range: 1-based lines, 0-based code-point columns, end exclusive."""
+
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+
+    def contains(self, line: int, col: int) -> bool:
+        if (line, col) < (self.line, self.col):
+            return False
+        return (line, col) <= (self.end_line, self.end_col)
+
+
+NO_SPAN = Span(1, 0, 1, 0)
+
+# --------------------------------------------------------------------------
+# Symbolic expressions (what a size, a dtype or a schedule entry is made of)
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Const:
+    value: Union[int, float, str, bool, None]
+
+
+@dataclass(frozen=True)
+class Name:
+    id: str
+
+
+@dataclass(frozen=True)
+class Attr:
+    """A dotted name that is not a call, e.g. ``T.float16`` or ``cfg.block_M``."""
+
+    base: "Expr"
+    attr: str
+
+
+@dataclass(frozen=True)
+class BinOp:
+    op: str  # + - * / // % ** << >> & | ^
+    left: "Expr"
+    right: "Expr"
+
+
+@dataclass(frozen=True)
+class UnaryOp:
+    op: str  # - + not ~
+    operand: "Expr"
+
+
+@dataclass(frozen=True)
+class Compare:
+    op: str  # < <= > >= == != and or
+    left: "Expr"
+    right: "Expr"
+
+
+@dataclass(frozen=True)
+class IfExp:
+    test: "Expr"
+    body: "Expr"
+    orelse: "Expr"
+
+
+@dataclass(frozen=True)
+class Call:
+    """A call; ``func`` is the dotted callee with the tilelang alias normalised to ``T``."""
+
+    func: str
+    args: Tuple["Expr", ...] = ()
+    kwargs: Tuple[Tuple[str, "Expr"], ...] = ()
+
+
+@dataclass(frozen=True)
+class TupleExpr:
+    items: Tuple["Expr", ...]
+
+
+@dataclass(frozen=True)
+class DictExpr:
+    items: Tuple[Tuple[str, "Expr"], ...]
+
+
+@dataclass(frozen=True)
+class Subscript:
+    value: "Expr"
+    index: "Expr"
+
+
+@dataclass(frozen=True)
+class Slice:
+    lower: Optional["Expr"]
+    upper: Optional["Expr"]
+    step: Optional["Expr"] = None
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """Something the frontend could not turn into an expression (kept as text)."""
+
+    text: str
+
+
+Expr = Union[Const, Name, Attr, BinOp, UnaryOp, Compare, IfExp, Call, TupleExpr,
+             DictExpr, Subscript, Slice, Opaque]
+
+# --------------------------------------------------------------------------
+# Kernel structure (frontend output)
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Access:
+    """One buffer region read or written by a statement.
+
+    ``indices`` is the subscript as written (``A_shared[0, k]``), a tuple of
+    expressions or slices; ``None`` means the whole buffer.
+    """
+
+    buffer: str
+    span: Span
+    indices: Optional[Tuple[Expr, ...]] = None
+
+
+@dataclass(frozen=True)
+class Loop:
+    """A ``for`` loop inside a kernel.  ``kind`` is pipelined / serial / parallel /
+    unroll / vectorized / range (a plain Python ``range``)."""
+
+    var: str
+    kind: str
+    span: Span  # the whole for statement
+    iter_span: Span  # the iterator call, e.g. ``T.Pipelined(...)``
+    start: Optional[Expr]
+    stop: Optional[Expr]
+    num_stages: Optional[Expr] = None
+    num_stages_span: Optional[Span] = None  # the ``num_stages=3`` argument
+    order: Optional[Tuple[Expr, ...]] = None
+    order_span: Optional[Span] = None
+    stage: Optional[Tuple[Expr, ...]] = None
+    stage_span: Optional[Span] = None
+    annotations: Tuple[Tuple[str, Expr], ...] = ()
+    unsupported_kwargs: Tuple[Tuple[str, Span], ...] = ()  # e.g. sync=, group=
+    body: Tuple["Stmt", ...] = ()
+    # Number of enclosing loops that are pipelined (0 at the top level).
+    pipelined_ancestors: int = 0
+    # For ``T.Pipelined(...) if c else T.serial(...)`` or a helper iterator: the
+    # condition under which this loop is pipelined (None = always).
+    condition: Optional[Expr] = None
+
+
+@dataclass(frozen=True)
+class Stmt:
+    """A statement of a kernel body, as the compiler's statement sequence sees it.
+
+    kind: copy, gemm, fill, reduce, parallel, serial, loop (any other for),
+    store, if, atomic, macro (an inlined macro call), call (another T.* call),
+    bind (a local scalar binding), alloc, other.
+    """
+
+    kind: str
+    op: str  # the callee as written with the alias normalised (``T.copy``), or ``if`` / ``for`` / ``=``
+    span: Span
+    reads: Tuple[Access, ...] = ()
+    writes: Tuple[Access, ...] = ()
+    label: str = ""  # short source text for display
+    children: Tuple["Stmt", ...] = ()  # body of if/else/for/macro
+    loop: Optional[Loop] = None  # for kind in (serial, parallel, loop, pipelined)
+    # bind only: the name bound and whether the compiler may replay it (a scalar
+    # alias that reads no buffer written in the same pipelined body is decided
+    # by planning; the frontend records what it reads).
+    target: Optional[str] = None
+    value: Optional[Expr] = None
+    # macro only: the macro's name.
+    macro: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Alloc:
+    """A buffer allocation: ``X = T.alloc_shared((M, K), dtype, scope=...)``."""
+
+    name: str
+    func: str  # alloc_shared, alloc_fragment, alloc_local, alloc_var, alloc_l1, alloc_ub, ...
+    scope: str  # shared.dyn, shared, local.fragment, local, local.var, ascend scopes
+    shape: Tuple[Expr, ...]
+    dtype: Expr
+    span: Span  # the whole assignment
+    call_span: Span  # the alloc call
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    span: Span
+    default: Optional[Expr] = None
+    annotation: Optional[Expr] = None
+
+
+@dataclass(frozen=True)
+class Binding:
+    """A value given to a name from outside the kernel (a call site, a comment,
+    configuration); ``source`` says where, for messages."""
+
+    name: str
+    value: Expr
+    source: str
+    span: Optional[Span] = None
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    span: Span  # the prim_func def (decorators excluded)
+    name_span: Span
+    style: str  # factory | module | jit
+    dialect: str  # cuda | ascend
+    factory: Optional[str] = None
+    factory_span: Optional[Span] = None
+    factory_params: Tuple[Param, ...] = ()
+    params: Tuple[Param, ...] = ()  # the prim_func's own parameters (tensors)
+    threads: Optional[Expr] = None
+    threads_span: Optional[Span] = None
+    kernel_span: Optional[Span] = None  # the ``with T.Kernel(...)`` statement
+    grid: Tuple[Expr, ...] = ()
+    allocs: Tuple[Alloc, ...] = ()
+    body: Tuple[Stmt, ...] = ()  # statements inside ``with T.Kernel``, in order
+    # Assignments visible to the kernel (module constants are separate):
+    # factory-local and kernel-local ``name = expr`` in source order.
+    locals: Tuple[Tuple[str, Expr], ...] = ()
+    # ``# tilelint: bind a=1 b=2`` comments above the kernel or its factory.
+    comment_bindings: Tuple[Binding, ...] = ()
+    # ``T.func_attr``/pass-config switches that matter (e.g. tl.disable_warp_specialized).
+    attrs: Tuple[Tuple[str, Expr], ...] = ()
+    class_name: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class CallSite:
+    """A call of a function defined in the file (factory instantiation etc.)."""
+
+    func: str
+    span: Span
+    args: Tuple[Expr, ...] = ()
+    kwargs: Tuple[Tuple[str, Expr], ...] = ()
+    star_kwargs: Tuple[Expr, ...] = ()  # ``**cfg``
+    via: str = "call"  # call | compile | get_tir | partial | parametrize | main
+    enclosing: Optional[str] = None  # name of the function the call sits in (None = module)
+
+
+@dataclass(frozen=True)
+class Macro:
+    name: str
+    span: Span
+    params: Tuple[Param, ...]
+    body: Tuple[Stmt, ...]
+
+
+@dataclass(frozen=True)
+class Module:
+    kernels: Tuple[Kernel, ...] = ()
+    constants: Tuple[Tuple[str, Expr], ...] = ()  # module-level NAME = expr
+    call_sites: Tuple[CallSite, ...] = ()
+    functions: Tuple[Tuple[str, Tuple[Param, ...]], ...] = ()  # every def: name, params
+    macros: Tuple[Macro, ...] = ()
+    imports_tilelang: bool = False
+    problems: Tuple["Diagnostic", ...] = ()
+
+
+# --------------------------------------------------------------------------
+# Diagnostics
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Related:
+    span: Span
+    message: str
+
+
+@dataclass(frozen=True)
+class TextEdit:
+    span: Span
+    new_text: str
+
+
+@dataclass(frozen=True)
+class Fix:
+    title: str
+    edits: Tuple[TextEdit, ...]
+    kind: str = "quickfix"
+    preferred: bool = False
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    code: str
+    severity: str  # error | warning | information | hint
+    span: Span
+    message: str
+    related: Tuple[Related, ...] = ()
+    fixes: Tuple[Fix, ...] = ()
+    kernel: Optional[str] = None
+    # The configurations this holds for ("num_stages=4, block_K=64"), if several.
+    configs: Tuple[str, ...] = ()
+
+
+# --------------------------------------------------------------------------
+# Analysis results
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScheduledStmt:
+    stmt: Stmt
+    stage: Optional[int]
+    order: Optional[int]
+
+
+@dataclass(frozen=True)
+class BufferVersion:
+    buffer: str
+    versions: int
+    def_stage: Optional[int] = None
+    use_stage: Optional[int] = None
+    tightened: bool = False
+
+
+@dataclass(frozen=True)
+class LoopSync:
+    syncthreads: int = 0
+    cp_async_commit: int = 0
+    cp_async_wait: Tuple[int, ...] = ()
+    mbarrier_wait: int = 0
+
+
+@dataclass(frozen=True)
+class LoopResult:
+    loop: Loop
+    pipelined: bool
+    num_stages: Optional[int]
+    depth: Optional[int]
+    statements: Tuple[ScheduledStmt, ...] = ()
+    excluded_binds: Tuple[Stmt, ...] = ()  # replayable binds that take no order/stage slot
+    versions: Tuple[BufferVersion, ...] = ()
+    manual: bool = False
+    warp_specialized: bool = False
+    sync: Optional[LoopSync] = None
+    note: str = ""  # why not pipelined, etc.
+
+
+@dataclass(frozen=True)
+class BufferInfo:
+    name: str
+    span: Span
+    scope: str
+    dtype: str
+    shape: Tuple[Union[int, str], ...]
+    versions: int
+    bytes: Optional[int]  # all versions
+    offset: Optional[int]
+    live: Optional[Tuple[int, int]] = None
+
+
+@dataclass(frozen=True)
+class KernelSync:
+    syncthreads: int = 0
+    cp_async_commit: int = 0
+    cp_async_wait: Tuple[int, ...] = ()
+    mbarriers: int = 0
+
+
+@dataclass(frozen=True)
+class AscendResult:
+    versions: Tuple[Tuple[str, int], ...] = ()
+    versions_exact: bool = False
+    hard_events: Tuple[Tuple[str, int, bool], ...] = ()  # name, slots, spilled
+    pipe_barriers: Tuple[str, ...] = ()
+    cross_core_slots: int = 0
+    mutex_ids: int = 0
+
+
+@dataclass(frozen=True)
+class KernelResult:
+    kernel: Kernel
+    bindings: Tuple[Tuple[str, object], ...] = ()
+    unresolved: Tuple[str, ...] = ()
+    threads: Optional[int] = None
+    warp_specialized: bool = False
+    shared_bytes: Optional[int] = None
+    shared_budget: Optional[int] = None
+    no_reuse_bytes: Optional[int] = None
+    buffers: Tuple[BufferInfo, ...] = ()
+    loops: Tuple[LoopResult, ...] = ()
+    sync: Optional[KernelSync] = None
+    ascend: Optional[AscendResult] = None
+    config_label: str = ""
+
+
+@dataclass(frozen=True)
+class Analysis:
+    path: str
+    target: str
+    kernels: Tuple[KernelResult, ...] = ()
+    diagnostics: Tuple[Diagnostic, ...] = ()
+    module: Module = field(default_factory=Module)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the caller (CLI, server, tests) tells the analysis."""
+
+    target: str = "sm_80"
+    # name → value bindings applied to every kernel (configuration ``bindings``),
+    # and per kernel: ((kernel name, ((name, value), ...)), ...).
+    bindings: Tuple[Tuple[str, object], ...] = ()
+    kernel_bindings: Tuple[Tuple[str, Tuple[Tuple[str, object], ...]], ...] = ()
+    select: Tuple[str, ...] = ()  # code prefixes; empty = the default set
+    ignore: Tuple[str, ...] = ()
+    # Analyse every instantiation of a kernel (call sites, parametrize cases),
+    # not only the first.
+    all_bindings: bool = False

@@ -1,0 +1,248 @@
+"""The pass pipeline: run the mirrored passes over every kernel of a file.
+
+The order follows tilelang's own lowering (``tilelang/cuda/pipeline.py``):
+warp specialization is decided first (sm_90), then PipelinePlanning and
+InjectSoftwarePipeline's validation and versioning, then
+MergeSharedMemoryAllocations, then sync insertion.  ``analyze()`` is the one
+entry point the CLI and the language server share.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
+
+from . import frontend, values
+from .model import (
+    Alloc, Analysis, Diagnostic, Kernel, KernelResult, Loop, LoopResult, Module,
+    Settings, Span, Stmt,
+)
+from . import targets as targets_mod
+
+
+def analyze(source: str, path: str = "<stdin>", settings: Optional[Settings] = None,
+            module: Optional[Module] = None) -> Analysis:
+    """Analyse one file's text.  Never raises on bad input."""
+    settings = settings or Settings()
+    target = targets_mod.normalise(settings.target)
+    if module is None:
+        module = frontend.parse_module(source)
+    diagnostics: List[Diagnostic] = list(module.problems)
+    results: List[KernelResult] = []
+    for kernel in module.kernels:
+        try:
+            krs, kdiags = analyze_kernel(module, kernel, target, settings)
+        except Exception as exc:  # a bug of ours must not take the editor down
+            krs = [KernelResult(kernel=kernel)]
+            kdiags = [Diagnostic(
+                code="TL000", severity="error", span=kernel.name_span, kernel=kernel.name,
+                message=f"tilelint internal error while analysing `{kernel.name}`: "
+                        f"{type(exc).__name__}: {exc}. Please report this.")]
+        results.extend(krs)
+        diagnostics.extend(kdiags)
+    diagnostics = filter_diagnostics(diagnostics, source, settings)
+    return Analysis(path=path, target=target, kernels=tuple(results),
+                    diagnostics=tuple(diagnostics), module=module)
+
+
+# --------------------------------------------------------------------------
+# One kernel
+# --------------------------------------------------------------------------
+
+
+def kernel_overrides(kernel: Kernel, settings: Settings) -> Dict[str, object]:
+    out: Dict[str, object] = dict(settings.bindings)
+    for name, pairs in settings.kernel_bindings:
+        if name in (kernel.name, kernel.factory):
+            out.update(dict(pairs))
+    return out
+
+
+def pipelined_loops(stmts: Sequence[Stmt]) -> Iterator[Loop]:
+    """Every ``T.Pipelined`` loop of a body, outer before inner, in source order."""
+    for st in stmts:
+        if st.loop is not None and st.loop.kind == "pipelined":
+            yield st.loop
+        yield from pipelined_loops(st.children)
+
+
+def analyze_kernel(module: Module, kernel: Kernel, target: str,
+                   settings: Settings) -> Tuple[List[KernelResult], List[Diagnostic]]:
+    from . import planning, versions, packing, sync_cuda  # noqa: WPS433 (import cycle guard)
+
+    overrides = kernel_overrides(kernel, settings)
+    insts = values.instances(module, kernel, overrides, all_calls=settings.all_bindings)
+    results: List[KernelResult] = []
+    diags: List[Diagnostic] = []
+    seen: Set[Tuple[str, int, int, str]] = set()
+    for inst in insts:
+        env = inst.env
+        allocs: Dict[str, Alloc] = {a.name: a for a in kernel.allocs}
+        tinfo = targets_mod.get(target)
+        ws = False
+        if tinfo is not None and tinfo.kind == "cuda":
+            ws = planning.warp_specialization_applies(kernel, env, target)
+        loop_results: List[LoopResult] = []
+        kdiags: List[Diagnostic] = []
+        for loop in pipelined_loops(kernel.body):
+            lr, ld = planning.plan_loop(loop, env, target, allocs, ws)
+            if lr.pipelined:
+                vs = versions.compute_versions(lr, allocs)
+                lr = _replace(lr, versions=vs)
+            loop_results.append(lr)
+            kdiags.extend(ld)
+        pack = None
+        ksync = None
+        threads = None
+        if tinfo is not None and tinfo.kind == "cuda":
+            pack = packing.pack_kernel(kernel, env, loop_results, target, ws)
+            ksync, lsyncs = sync_cuda.kernel_sync(kernel, env, loop_results, target, ws)
+            loop_results = [_replace(lr, sync=s) for lr, s in zip(loop_results, lsyncs)]
+            threads = sync_cuda.threads(kernel, env, ws)
+            kdiags.extend(packing.overflow_diagnostics(kernel, env, loop_results, pack, target, ws))
+        else:
+            t = env.eval_int(kernel.threads)
+            threads = t
+        kdiags.extend(unresolved_diagnostics(kernel, env))
+        results.append(KernelResult(
+            kernel=kernel,
+            bindings=inst.bindings,
+            unresolved=tuple(sorted(_unresolved_names(kernel, env))),
+            threads=threads,
+            warp_specialized=ws,
+            shared_bytes=None if pack is None else pack.arena_bytes,
+            shared_budget=None if tinfo is None else tinfo.smem_budget,
+            no_reuse_bytes=None if pack is None else pack.no_reuse_bytes,
+            buffers=() if pack is None else tuple(pack.buffers),
+            loops=tuple(loop_results),
+            sync=ksync,
+            config_label=inst.label,
+        ))
+        for d in kdiags:
+            key = (d.code, d.span.line, d.span.col, d.message)
+            if key in seen:
+                continue
+            seen.add(key)
+            if len(insts) > 1 and inst.label != "defaults":
+                d = _replace(d, configs=d.configs + (inst.label,))
+            diags.append(_replace(d, kernel=kernel.name) if d.kernel is None else d)
+    return results, diags
+
+
+def _replace(obj, **changes):
+    import dataclasses
+    return dataclasses.replace(obj, **changes)
+
+
+# --------------------------------------------------------------------------
+# TL002: what stays symbolic
+# --------------------------------------------------------------------------
+
+
+def _relevant_exprs(kernel: Kernel):
+    for a in kernel.allocs:
+        if a.scope.startswith("shared") or kernel.dialect == "ascend":
+            yield from a.shape
+            yield a.dtype
+    for loop in pipelined_loops(kernel.body):
+        if loop.num_stages is not None:
+            yield loop.num_stages
+        for e in (loop.order or ()) + (loop.stage or ()):
+            yield e
+    if kernel.threads is not None:
+        yield kernel.threads
+
+
+def _unresolved_names(kernel: Kernel, env: values.Env) -> Set[str]:
+    names: Set[str] = set()
+    for e in _relevant_exprs(kernel):
+        names |= env.missing(e)
+    return names
+
+
+def unresolved_diagnostics(kernel: Kernel, env: values.Env) -> List[Diagnostic]:
+    names = sorted(n for n in _unresolved_names(kernel, env) if n != "<symbolic>")
+    if not names:
+        return []
+    example = " ".join(f"{n}=…" for n in names)
+    what = ", ".join(f"`{n}`" for n in names)
+    return [Diagnostic(
+        code="TL002", severity="information", span=kernel.name_span, kernel=kernel.name,
+        message=(f"{what} {'stays' if len(names) == 1 else 'stay'} symbolic in `{kernel.name}`, "
+                 f"so shared-memory bytes or the schedule cannot be computed; bind "
+                 f"{'it' if len(names) == 1 else 'them'} with `# tilelint: bind {example}` "
+                 f"above the kernel or under [tool.tilelint.bindings]"))]
+
+
+# --------------------------------------------------------------------------
+# Suppressions and rule selection
+# --------------------------------------------------------------------------
+
+_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*))?",
+                   re.IGNORECASE)
+_FILE_NOQA = re.compile(r"^#\s*tilelint:\s*noqa\b", re.IGNORECASE | re.MULTILINE)
+
+# Codes that only appear when selected explicitly.
+OFF_BY_DEFAULT = ("TL900",)
+
+
+def noqa_map(source: str) -> Dict[int, Optional[Tuple[str, ...]]]:
+    """line → codes suppressed there (None: every code)."""
+    out: Dict[int, Optional[Tuple[str, ...]]] = {}
+    if "noqa" not in source.lower():
+        return out
+    for i, line in enumerate(source.splitlines(), start=1):
+        if "#" not in line:
+            continue
+        m = _NOQA.search(line)
+        if m is None:
+            continue
+        codes = m.group("codes")
+        out[i] = None if codes is None else tuple(
+            c.strip().upper() for c in codes.split(","))
+    return out
+
+
+def selected(code: str, settings: Settings) -> bool:
+    if settings.select:
+        ok = any(code.startswith(p) for p in settings.select)
+    else:
+        ok = code not in OFF_BY_DEFAULT
+    if any(code.startswith(p) for p in settings.ignore):
+        ok = False
+    return ok
+
+
+def filter_diagnostics(diags: Sequence[Diagnostic], source: str,
+                       settings: Settings) -> List[Diagnostic]:
+    if _FILE_NOQA.search(source or ""):
+        return [d for d in diags if d.code == "TL001" and selected(d.code, settings)]
+    noqa = noqa_map(source or "")
+    used: Dict[int, Set[str]] = {}
+    out: List[Diagnostic] = []
+    for d in diags:
+        if not selected(d.code, settings):
+            continue
+        codes = noqa.get(d.span.line, ()) if d.span.line in noqa else ()
+        if d.span.line in noqa and (codes is None or d.code in codes):
+            used.setdefault(d.span.line, set()).add(d.code)
+            continue
+        out.append(d)
+    if selected("TL900", settings):
+        lines = (source or "").splitlines()
+        for line, codes in noqa.items():
+            hit = used.get(line, set())
+            unused = [c for c in (codes or ()) if c not in hit] if codes else []
+            if codes is None and not hit:
+                unused = ["(all)"]
+            if unused:
+                text = lines[line - 1]
+                col = text.lower().find("# noqa") if "# noqa" in text.lower() else text.find("#")
+                out.append(Diagnostic(
+                    code="TL900", severity="hint",
+                    span=Span(line, max(col, 0), line, len(text)),
+                    message="unused `noqa` directive" + (
+                        f" (nothing to suppress for {', '.join(unused)})"
+                        if unused != ["(all)"] else "")))
+    out.sort(key=lambda d: (d.span.line, d.span.col, d.code))
+    return out

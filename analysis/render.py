@@ -1,0 +1,276 @@
+"""Render: analysis results as the explain JSON (schema 1), as text for a person,
+and the small text pieces (schedule tables, arena maps) that hovers reuse."""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence
+
+from .model import Analysis, BufferInfo, Diagnostic, KernelResult, LoopResult
+
+SCHEMA = 1
+
+
+# --------------------------------------------------------------------------
+# JSON
+# --------------------------------------------------------------------------
+
+
+def diagnostic_json(d: Diagnostic) -> Dict[str, object]:
+    out: Dict[str, object] = {
+        "code": d.code,
+        "severity": d.severity,
+        "line": d.span.line,
+        "column": d.span.col,
+        "end_line": d.span.end_line,
+        "end_column": d.span.end_col,
+        "message": d.message,
+    }
+    return out
+
+
+def loop_json(lr: LoopResult) -> Dict[str, object]:
+    sync = lr.sync
+    return {
+        "line": lr.loop.span.line,
+        "pipelined": lr.pipelined,
+        "num_stages": lr.num_stages,
+        "depth": lr.depth,
+        "statements": [
+            {"line": s.stmt.span.line, "stage": s.stage, "order": s.order}
+            for s in lr.statements
+        ],
+        "sync": None if sync is None else {
+            "syncthreads": sync.syncthreads,
+            "cp_async_commit": sync.cp_async_commit,
+            "cp_async_wait": list(sync.cp_async_wait),
+            "mbarrier_wait": sync.mbarrier_wait,
+        },
+    }
+
+
+def buffer_json(b: BufferInfo) -> Dict[str, object]:
+    return {
+        "name": b.name,
+        "line": b.span.line,
+        "scope": b.scope,
+        "dtype": b.dtype,
+        "shape": list(b.shape),
+        "versions": b.versions,
+        "bytes": b.bytes,
+        "offset": b.offset,
+    }
+
+
+def kernel_json(kr: KernelResult) -> Dict[str, object]:
+    k = kr.kernel
+    sync = kr.sync
+    asc = kr.ascend
+    return {
+        "name": k.name,
+        "line": k.span.line,
+        "bindings": {name: _jsonable(v) for name, v in kr.bindings},
+        "threads": kr.threads,
+        "warp_specialized": kr.warp_specialized,
+        "shared": {
+            "bytes": kr.shared_bytes,
+            "budget": kr.shared_budget,
+            "buffers": [buffer_json(b) for b in kr.buffers],
+        },
+        "loops": [loop_json(lr) for lr in kr.loops],
+        "sync": None if sync is None else {
+            "syncthreads": sync.syncthreads,
+            "cp_async_commit": sync.cp_async_commit,
+            "cp_async_wait": list(sync.cp_async_wait),
+            "mbarriers": sync.mbarriers,
+        },
+        "ascend": None if asc is None else {
+            "versions": dict(asc.versions),
+            "hard_events": {name: {"slots": slots, "spilled": spilled}
+                            for name, slots, spilled in asc.hard_events},
+            "pipe_barriers": list(asc.pipe_barriers),
+            "cross_core_slots": asc.cross_core_slots,
+            "mutex_ids": asc.mutex_ids,
+        },
+    }
+
+
+def _jsonable(v: object) -> object:
+    if isinstance(v, (int, float, str, bool)) or v is None:
+        return v
+    if isinstance(v, (tuple, list)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    return str(v)
+
+
+def explain_json(analysis: Analysis) -> Dict[str, object]:
+    return {
+        "schema": SCHEMA,
+        "file": analysis.path,
+        "target": analysis.target,
+        "kernels": [kernel_json(k) for k in analysis.kernels],
+        "diagnostics": [diagnostic_json(d) for d in analysis.diagnostics],
+    }
+
+
+# --------------------------------------------------------------------------
+# Text
+# --------------------------------------------------------------------------
+
+
+def kib(n: Optional[int]) -> str:
+    if n is None:
+        return "?"
+    if n % 1024 == 0:
+        return f"{n // 1024} KiB"
+    return f"{n / 1024:.1f} KiB"
+
+
+def schedule_rows(lr: LoopResult) -> List[List[str]]:
+    """The modulo schedule as rows: phase, then one cell per statement.
+
+    InjectSoftwarePipeline emits statement s of stage st for logical iteration
+    (slot - st); prologue slots are 0..max_stage-1, the steady state is one
+    generic slot k, the epilogue the last max_stage slots.
+    """
+    stmts = [s for s in lr.statements if s.stage is not None]
+    if not stmts:
+        return []
+    max_stage = max(s.stage for s in stmts)  # type: ignore[type-var]
+    ordered = sorted(stmts, key=lambda s: (s.order if s.order is not None else 0))
+    rows: List[List[str]] = []
+    for slot in range(max_stage):
+        cells = []
+        for s in ordered:
+            it = slot - s.stage  # type: ignore[operator]
+            cells.append(f"iteration {it}, stage {s.stage}" if it >= 0 else "—")
+        rows.append([f"prologue {slot}"] + cells)
+    cells = []
+    for s in ordered:
+        off = max_stage - s.stage  # type: ignore[operator]
+        it = "k" if off == 0 else f"k+{off}"
+        cells.append(f"iteration {it}, stage {s.stage}")
+    rows.append(["steady state (k)"] + cells)
+    for slot in range(max_stage):
+        cells = []
+        for s in ordered:
+            # Epilogue slot e runs stage s on iteration n + e - s, which exists
+            # only while e < s.
+            left = s.stage - slot  # type: ignore[operator]
+            cells.append(f"iteration n-{left}, stage {s.stage}" if left > 0 else "—")
+        rows.append([f"epilogue {slot}"] + cells)
+    return rows
+
+
+def schedule_header(lr: LoopResult) -> List[str]:
+    stmts = [s for s in lr.statements if s.stage is not None]
+    ordered = sorted(stmts, key=lambda s: (s.order if s.order is not None else 0))
+    return ["phase"] + [_short(s.stmt.label) for s in ordered]
+
+
+def _short(label: str, width: int = 28) -> str:
+    return label if len(label) <= width else label[: width - 1] + "…"
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    def esc(c: str) -> str:
+        return c.replace("|", "\\|")
+    lines = ["| " + " | ".join(esc(h) for h in header) + " |",
+             "|" + "|".join("---" for _ in header) + "|"]
+    for r in rows:
+        lines.append("| " + " | ".join(esc(c) for c in r) + " |")
+    return "\n".join(lines)
+
+
+def text_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [len(h) for h in header]
+    for r in rows:
+        for i, c in enumerate(r):
+            widths[i] = max(widths[i], len(c))
+    def fmt(r: Sequence[str]) -> str:
+        return "  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip()
+    return "\n".join([fmt(header), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows])
+
+
+def arena_map(kr: KernelResult, width: int = 64) -> str:
+    """A bar of the whole arena with each buffer's span."""
+    total = kr.shared_bytes
+    bufs = [b for b in kr.buffers if b.offset is not None and b.bytes]
+    if not total or not bufs:
+        return ""
+    lines = []
+    scale = total / width
+    for i, b in enumerate(sorted(bufs, key=lambda b: (b.offset, b.name))):
+        start = int(round(b.offset / scale))  # type: ignore[operator]
+        end = max(start + 1, int(round((b.offset + b.bytes) / scale)))  # type: ignore[operator]
+        bar = "." * start + "#" * (end - start) + "." * max(0, width - end)
+        lines.append(f"|{bar[:width]}| {b.name} @ {b.offset} +{b.bytes}")
+    lines.append(f"0{' ' * (width - 1)}{total} bytes")
+    return "\n".join(lines)
+
+
+def explain_text(analysis: Analysis) -> str:
+    out: List[str] = [f"{analysis.path} (target {analysis.target})"]
+    if not analysis.kernels:
+        out.append("  no TileLang kernels found")
+    for kr in analysis.kernels:
+        k = kr.kernel
+        out.append("")
+        head = f"kernel {k.name} (line {k.span.line})"
+        if k.factory:
+            head += f" from factory {k.factory}"
+        out.append(head)
+        if kr.config_label:
+            out.append(f"  values from: {kr.config_label}")
+        if kr.bindings:
+            out.append("  bindings: " + ", ".join(f"{n}={v}" for n, v in kr.bindings))
+        if kr.unresolved:
+            out.append("  symbolic: " + ", ".join(kr.unresolved))
+        out.append(f"  threads: {kr.threads if kr.threads is not None else '?'}"
+                   f"{'  (warp-specialized)' if kr.warp_specialized else ''}")
+        for lr in kr.loops:
+            out.append(f"  loop line {lr.loop.span.line}: "
+                       + ("pipelined" if lr.pipelined else "not pipelined")
+                       + (f", num_stages={lr.num_stages}" if lr.num_stages is not None else "")
+                       + (f", depth {lr.depth}" if lr.depth is not None else "")
+                       + (" (manual order/stage)" if lr.manual else "")
+                       + (f" — {lr.note}" if lr.note else ""))
+            for s in lr.statements:
+                out.append(f"    line {s.stmt.span.line:<4} stage {_v(s.stage)}  order {_v(s.order)}"
+                           f"  {s.stmt.label}")
+            for b in lr.excluded_binds:
+                out.append(f"    line {b.span.line:<4} (replayable bind, not scheduled)  {b.label}")
+            if lr.versions:
+                out.append("    versions: " + ", ".join(
+                    f"{v.buffer}×{v.versions}" for v in lr.versions))
+            if lr.sync is not None:
+                s = lr.sync
+                out.append(f"    sync in loop: __syncthreads×{s.syncthreads}"
+                           + (f", cp.async commit×{s.cp_async_commit}, wait_group{list(s.cp_async_wait)}"
+                              if s.cp_async_commit or s.cp_async_wait else "")
+                           + (f", mbarrier waits×{s.mbarrier_wait}" if s.mbarrier_wait else ""))
+        if kr.buffers:
+            out.append(f"  shared memory: {kr.shared_bytes} bytes ({kib(kr.shared_bytes)})"
+                       + (f" of {kr.shared_budget} ({kib(kr.shared_budget)})"
+                          if kr.shared_budget else "")
+                       + (f"; without reuse {kr.no_reuse_bytes}"
+                          if kr.no_reuse_bytes is not None else ""))
+            for b in kr.buffers:
+                shape = "×".join(str(x) for x in b.shape)
+                out.append(f"    {b.name:<16} {shape} {b.dtype} ×{b.versions} = {b.bytes} bytes"
+                           f" @ {b.offset}")
+        if kr.sync is not None:
+            s = kr.sync
+            out.append(f"  sync: __syncthreads×{s.syncthreads}, cp.async commit×{s.cp_async_commit},"
+                       f" wait_group{list(s.cp_async_wait)}, mbarriers×{s.mbarriers}")
+    if analysis.diagnostics:
+        out.append("")
+        out.append("diagnostics:")
+        for d in analysis.diagnostics:
+            out.append(f"  {d.span.line}:{d.span.col}: {d.code} [{d.severity}] {d.message}")
+    return "\n".join(out) + "\n"
+
+
+def _v(x: Optional[int]) -> str:
+    return "?" if x is None else str(x)
