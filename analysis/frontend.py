@@ -126,7 +126,13 @@ def split_chunks(source: str) -> List[Chunk]:
                 if i not in starts:
                     if line.startswith("@") or not (starts and _prev_is_decorator(lines, i)):
                         starts.append(i)
-    starts = sorted(set(starts))
+    # Comment lines right above a statement belong to it (``# tilelint: bind``).
+    moved = []
+    for s in sorted(set(starts)):
+        while s > 0 and lines[s - 1].startswith("#"):
+            s -= 1
+        moved.append(s)
+    starts = sorted(set(moved))
     if not starts or starts[0] != 0:
         starts.insert(0, 0)
     chunks: List[Chunk] = []

@@ -140,8 +140,12 @@ class Env:
             v = self.values[name]
             if isinstance(v, Symbolic):
                 raise Unknown([v.name])
+            if v is None:  # ``block_K=None``: a size nobody gave
+                raise Unknown([name])
             return v
         if name in self._cache:
+            if self._cache[name] is None:
+                raise Unknown([name])
             return self._cache[name]
         if name in self.exprs:
             if name in self._active:
@@ -152,6 +156,8 @@ class Env:
             finally:
                 self._active.discard(name)
             self._cache[name] = v
+            if v is None:
+                raise Unknown([name])
             return v
         if name in ("True", "False"):
             return name == "True"
