@@ -1,0 +1,979 @@
+"""Pipeline planning: which statements of a ``T.Pipelined`` body are scheduled
+units, and which stage/order each one gets.
+
+This mirrors tilelang 0.1.15's ``tl.PipelinePlanning`` pass (and the parts of
+``IfStmtBinding`` and ``ProducerConsumerWarpSpecialized`` that run before it)
+on the frontend's statement model.  The rules, in the compiler's terms:
+
+* The loop body is flattened (macro calls inline, an ``if`` without ``else``
+  whose body has several statements becomes one guarded ``if`` per statement).
+  Scalar binds that read no buffer written in the body are *replayable*: they
+  take no order/stage slot.
+* A statement is a *copy stage* when it is a pure copy from a global buffer into
+  shared memory (a ``T.copy`` global->shared, or a ``T.Parallel`` nest whose
+  stores are plain loads from global memory into shared).
+* A statement that writes a buffer some copy stage reads (buffer level, closed
+  transitively, only statements before the copy) is a *producer for copy*.
+* Copies (and their producers) are placed right before their last consumer in
+  stage 0; every other statement gets stage ``num_stages`` in source order.
+  When all copies end up last in the order, they are rotated to the front and
+  the other statements' stage drops to ``num_stages - 1``.
+
+Nothing here raises on malformed input; unknown values give ``None`` fields.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from .model import (
+    Access, Alloc, Call, Const, Diagnostic, Expr, Kernel, Loop, LoopResult,
+    ScheduledStmt, Slice, Span, Stmt, TupleExpr,
+)
+
+# Statement kinds that are tile operators (one call).
+TILE_KINDS = frozenset({"copy", "gemm", "fill", "reduce", "atomic", "call"})
+COMPOUND_KINDS = frozenset({"parallel", "serial", "loop", "pipelined", "if", "macro"})
+SHARED_SCOPES = frozenset({"shared", "shared.dyn"})
+
+# --------------------------------------------------------------------------
+# Regions
+# --------------------------------------------------------------------------
+
+Interval = Tuple[Optional[int], Optional[int]]  # [lo, hi), None = unbounded
+
+
+@dataclass(frozen=True)
+class Region:
+    """A buffer region; ``dims`` None means 'unknown extent' (conflicts with anything)."""
+
+    buffer: str
+    dims: Optional[Tuple[Interval, ...]]
+
+
+def may_conflict(a: Region, b: Region) -> bool:
+    """The compiler's MayConflict: disjoint only if some dimension's intervals
+    are provably disjoint.  Unknown bounds never prove anything."""
+    if a.dims is None or b.dims is None or len(a.dims) != len(b.dims):
+        return True
+    for (lo1, hi1), (lo2, hi2) in zip(a.dims, b.dims):
+        if hi1 is not None and lo2 is not None and hi1 <= lo2:
+            return False
+        if hi2 is not None and lo1 is not None and hi2 <= lo1:
+            return False
+    return True
+
+
+def _eval_int(env, expr: Optional[Expr]) -> Optional[int]:
+    if expr is None:
+        return None
+    if env is None:
+        v = expr.value if isinstance(expr, Const) else None
+        return int(v) if isinstance(v, int) else None
+    try:
+        if hasattr(env, "eval_int"):
+            return env.eval_int(expr)
+        v = env.eval(expr)
+    except Exception:  # never raise on bad code
+        return None
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return None
+
+
+def _shape(name: str, env, allocs: Dict[str, Alloc]) -> Optional[Tuple[Optional[int], ...]]:
+    a = allocs.get(name)
+    if a is None:
+        return None
+    return tuple(_eval_int(env, s) for s in a.shape)
+
+
+def _operand_region(acc: Access, env, allocs) -> Region:
+    """The region a tile operator's operand covers."""
+    shape = _shape(acc.buffer, env, allocs)
+    if acc.indices is None:
+        if shape is None:
+            return Region(acc.buffer, None)
+        return Region(acc.buffer, tuple((0, s) for s in shape))
+    dims: List[Interval] = []
+    for i, ix in enumerate(acc.indices):
+        dim = shape[i] if shape is not None and i < len(shape) else None
+        if isinstance(ix, Slice):
+            lo = 0 if ix.lower is None else _eval_int(env, ix.lower)
+            hi = dim if ix.upper is None else _eval_int(env, ix.upper)
+            dims.append((lo, hi))
+        else:
+            # ``A[by * 128, k * 32]`` as a tile operand: the base of a region whose
+            # extent comes from the other operand.
+            lo = _eval_int(env, ix)
+            dims.append((lo, None))
+    return Region(acc.buffer, tuple(dims))
+
+
+def _base_point(acc: Access, env, allocs) -> Region:
+    """The point the compiler's region detector sees for a tile-op operand
+    (``T.region(A_s[0, 0], ...)``): every operand is read at its base."""
+    if acc.indices is None:
+        shape = _shape(acc.buffer, env, allocs)
+        if shape is None:
+            return Region(acc.buffer, None)
+        return Region(acc.buffer, tuple((0, 1) for _ in shape))
+    dims: List[Interval] = []
+    for ix in acc.indices:
+        lo = (0 if ix.lower is None else _eval_int(env, ix.lower)) if isinstance(ix, Slice) \
+            else _eval_int(env, ix)
+        dims.append((lo, None if lo is None else lo + 1))
+    return Region(acc.buffer, tuple(dims))
+
+
+def _element(acc: Access, env, allocs) -> Region:
+    """An elementwise load/store ``X[i, j]`` (index expressions mostly symbolic)."""
+    if acc.indices is None:
+        return _operand_region(acc, env, allocs)
+    dims: List[Interval] = []
+    for ix in acc.indices:
+        if isinstance(ix, Slice):
+            lo = 0 if ix.lower is None else _eval_int(env, ix.lower)
+            hi = None if ix.upper is None else _eval_int(env, ix.upper)
+            dims.append((lo, hi))
+        else:
+            v = _eval_int(env, ix)
+            dims.append((v, None if v is None else v + 1))
+    return Region(acc.buffer, tuple(dims))
+
+
+@dataclass
+class Accesses:
+    """Reads and writes of one scheduled unit as the compiler's collectors see
+    them.  ``*_elem`` are what TVM's region detector sees (elementwise loads and
+    stores, and the base point of every tile-operator operand); ``*_tile`` are
+    the tile operators' own operand regions."""
+
+    reads_elem: List[Region] = field(default_factory=list)
+    reads_tile: List[Region] = field(default_factory=list)
+    writes_elem: List[Region] = field(default_factory=list)
+    writes_tile: List[Region] = field(default_factory=list)
+
+    @property
+    def reads(self) -> List[Region]:
+        return self.reads_elem + self.reads_tile
+
+    @property
+    def writes(self) -> List[Region]:
+        return self.writes_elem + self.writes_tile
+
+    def first_read(self, buffer: str) -> Optional[Region]:
+        """The region InjectSoftwarePipeline's tightening rule compares: the
+        detector's hull of all element reads of ``buffer``, else the first
+        operand region."""
+        return _hull([r for r in self.reads_elem if r.buffer == buffer]) or \
+            next((r for r in self.reads_tile if r.buffer == buffer), None)
+
+    def first_write(self, buffer: str) -> Optional[Region]:
+        return _hull([r for r in self.writes_elem if r.buffer == buffer]) or \
+            next((r for r in self.writes_tile if r.buffer == buffer), None)
+
+
+def _hull(regions: List[Region]) -> Optional[Region]:
+    if not regions:
+        return None
+    if any(r.dims is None for r in regions) or len({len(r.dims) for r in regions}) != 1:
+        return Region(regions[0].buffer, None)
+    dims = []
+    for d in range(len(regions[0].dims)):
+        los = [r.dims[d][0] for r in regions]
+        his = [r.dims[d][1] for r in regions]
+        lo = None if any(x is None for x in los) else min(los)
+        hi = None if any(x is None for x in his) else max(his)
+        dims.append((lo, hi))
+    return Region(regions[0].buffer, tuple(dims))
+
+
+def stmt_accesses(stmt: Stmt, env, allocs: Dict[str, Alloc]) -> Accesses:
+    out = Accesses()
+    _collect(stmt, env, allocs, out)
+    return out
+
+
+def _child_reads_count(stmt: Stmt) -> int:
+    return sum(len(c.reads) for c in stmt.children)
+
+
+def _collect(stmt: Stmt, env, allocs, out: Accesses) -> None:
+    if stmt.kind in TILE_KINDS:
+        operands = list(stmt.reads) + [w for w in stmt.writes
+                                       if all(w is not r for r in stmt.reads)]
+        for acc in operands:
+            out.reads_elem.append(_base_point(acc, env, allocs))
+        for acc in stmt.reads:
+            out.reads_tile.append(_operand_region(acc, env, allocs))
+        for acc in stmt.writes:
+            out.writes_tile.append(_operand_region(acc, env, allocs))
+        return
+    if stmt.children or stmt.kind in COMPOUND_KINDS:
+        # Condition reads of an ``if`` (the frontend lists them first).
+        extra = len(stmt.reads) - _child_reads_count(stmt)
+        for acc in stmt.reads[:max(0, extra)]:
+            out.reads_elem.append(_element(acc, env, allocs))
+        for ch in stmt.children:
+            _collect(ch, env, allocs, out)
+        return
+    for acc in stmt.reads:
+        out.reads_elem.append(_element(acc, env, allocs))
+    for acc in stmt.writes:
+        out.writes_elem.append(_element(acc, env, allocs))
+
+
+# --------------------------------------------------------------------------
+# Scopes and statement classification
+# --------------------------------------------------------------------------
+
+
+def scope_of(name: str, allocs: Dict[str, Alloc]) -> str:
+    a = allocs.get(name)
+    return "global" if a is None else (a.scope or "global")
+
+
+def is_global(name: str, allocs) -> bool:
+    return scope_of(name, allocs) in ("global", "")
+
+
+def is_shared(name: str, allocs) -> bool:
+    return scope_of(name, allocs) in SHARED_SCOPES
+
+
+def _walk(stmt: Stmt):
+    yield stmt
+    for ch in stmt.children:
+        yield from _walk(ch)
+
+
+def _is_copy_op(stmt: Stmt) -> bool:
+    op = stmt.op.split(".")[-1]
+    return stmt.kind == "copy" and (op == "copy" or "im2col" in op)
+
+
+def _copy_src_dst(stmt: Stmt) -> Tuple[Optional[str], Optional[str]]:
+    src = stmt.reads[0].buffer if stmt.reads else None
+    dst = stmt.writes[0].buffer if stmt.writes else None
+    return src, dst
+
+
+_PURE_VALUE = re.compile(
+    r"^\s*(?:T\.cast\(\s*)?[A-Za-z_][\w.]*\s*\[[^\[\]=]*\]\s*(?:,\s*[^()]*\))?\s*"
+    r"(?:\.astype\([^()]*\))?\s*$")
+
+
+def _store_is_pure_copy(stmt: Stmt, allocs) -> bool:
+    """``dst[...] = src[...]`` (optionally cast) with src global, dst shared/local."""
+    if not stmt.writes:
+        return False
+    dst = stmt.writes[0].buffer
+    if not (is_shared(dst, allocs) or scope_of(dst, allocs).startswith("local")):
+        return False
+    text = stmt.label
+    if "=" in text and not text.endswith("..."):
+        value = text.split("=", 1)[1]
+        if not _PURE_VALUE.match(value):
+            return False
+    data_reads = [r for r in stmt.reads if r.indices is not None or r.buffer not in allocs]
+    globals_ = [r for r in data_reads if is_global(r.buffer, allocs)]
+    return len(globals_) >= 1 and len(data_reads) - len(globals_) == 0
+
+
+def is_conditional(stmt: Stmt) -> bool:
+    return any(s.kind == "if" for s in _walk(stmt))
+
+
+def _global_copy_pattern(stmt: Stmt, allocs) -> bool:
+    for s in _walk(stmt):
+        if _is_copy_op(s):
+            src, dst = _copy_src_dst(s)
+            if src is not None and dst is not None and is_global(src, allocs) \
+                    and is_shared(dst, allocs):
+                return True
+        elif s.kind == "store" and s.writes and is_shared(s.writes[0].buffer, allocs):
+            if any(is_global(r.buffer, allocs) for r in s.reads):
+                return True
+    return False
+
+
+def _pure_copy(stmt: Stmt, allocs) -> bool:
+    saw_copy = False
+    for s in _walk(stmt):
+        if s.kind in TILE_KINDS:
+            if _is_copy_op(s):
+                saw_copy = True
+            elif s.kind == "call" and not s.reads and not s.writes:
+                continue  # e.g. T.sync_threads(): not a tile operator
+            else:
+                return False
+        elif s.kind == "store":
+            saw_copy = True
+            if not _store_is_pure_copy(s, allocs):
+                return False
+    return saw_copy
+
+
+def _single_copy_op(stmt: Stmt) -> Optional[Stmt]:
+    found: Optional[Stmt] = None
+    for s in _walk(stmt):
+        if s.kind in TILE_KINDS:
+            if s.kind == "call" and not s.reads and not s.writes:
+                continue
+            if not _is_copy_op(s) or found is not None:
+                return None
+            found = s
+    return found
+
+
+def is_copy_stage(stmt: Stmt, allocs) -> bool:
+    if _global_copy_pattern(stmt, allocs) and _pure_copy(stmt, allocs):
+        return True
+    if is_conditional(stmt):
+        return False
+    cp = _single_copy_op(stmt)
+    if cp is None:
+        return False
+    src, dst = _copy_src_dst(cp)
+    return src is not None and dst is not None and is_global(src, allocs) \
+        and is_shared(dst, allocs)
+
+
+# --------------------------------------------------------------------------
+# Flattening the loop body into scheduled units
+# --------------------------------------------------------------------------
+
+
+def _written_buffers(stmts: Sequence[Stmt]) -> set:
+    out = set()
+    for s in stmts:
+        for x in _walk(s):
+            for w in x.writes:
+                out.add(w.buffer)
+    return out
+
+
+def _has_side_effect(expr) -> bool:
+    if isinstance(expr, Call):
+        name = expr.func.split(".")[-1]
+        if name.startswith("atomic") or name in ("call_extern", "call_intrin", "ptx_"):
+            return True
+        return any(_has_side_effect(a) for a in expr.args) or \
+            any(_has_side_effect(v) for _, v in expr.kwargs)
+    for attr in ("left", "right", "operand", "test", "body", "orelse", "value", "index"):
+        sub = getattr(expr, attr, None)
+        if sub is not None and not isinstance(sub, (str, int, float, bool)) \
+                and _has_side_effect(sub):
+            return True
+    if isinstance(expr, TupleExpr):
+        return any(_has_side_effect(i) for i in expr.items)
+    return False
+
+
+def is_replayable_bind(stmt: Stmt, written: set) -> bool:
+    if stmt.kind != "bind":
+        return False
+    if stmt.value is not None and _has_side_effect(stmt.value):
+        return False
+    return not any(r.buffer in written for r in stmt.reads)
+
+
+def _guard(orig: Stmt, cond_reads: Tuple[Access, ...], child: Stmt) -> Stmt:
+    return Stmt(kind="if", op="if", span=orig.span, reads=cond_reads + child.reads,
+                writes=child.writes, label=orig.label, children=(child,))
+
+
+def _bind_if(stmt: Stmt) -> List[Stmt]:
+    """IfStmtBinding on an ``if`` without ``else``: one guarded ``if`` per statement."""
+    children = [_normalise(c) for c in stmt.children]
+    flat: List[Stmt] = []
+    for c in children:
+        flat.extend(c)
+    extra = len(stmt.reads) - _child_reads_count(stmt)
+    cond_reads = tuple(stmt.reads[:max(0, extra)])
+    if len(flat) <= 1:
+        return [stmt]
+    written = _written_buffers(flat)
+    guarded: List[Stmt] = []
+    scope: List[Stmt] = []
+    for s in flat:
+        if scope:
+            scope.append(s)
+            continue
+        if s.kind == "bind":
+            if is_replayable_bind(s, written):
+                continue  # inlined into its uses
+            scope.append(s)
+            continue
+        guarded.append(s)
+    if scope:
+        guarded.append(Stmt(kind="macro", op="{bind scope}", span=scope[0].span,
+                            reads=tuple(a for s in scope for a in s.reads),
+                            writes=tuple(a for s in scope for a in s.writes),
+                            label=scope[0].label, children=tuple(scope)))
+    if not guarded:
+        return []
+    if len(guarded) == 1:
+        return [_guard(stmt, cond_reads, guarded[0])]
+    out: List[Stmt] = []
+    g_written = _written_buffers(guarded)
+    if any(r.buffer in g_written for r in cond_reads):
+        out.append(Stmt(kind="bind", op="=", span=stmt.span, reads=cond_reads,
+                        label=stmt.label, target="if_condition"))
+    out.extend(_guard(stmt, cond_reads, g) for g in guarded)
+    return out
+
+
+def _normalise(stmt: Stmt) -> List[Stmt]:
+    if stmt.kind == "macro" and stmt.op != "{bind scope}":
+        out: List[Stmt] = []
+        for c in stmt.children:
+            out.extend(_normalise(c))
+        return out
+    if stmt.kind == "if" and getattr(stmt, "else_index", None) is None:
+        return _bind_if(stmt)
+    if stmt.kind == "annotation":
+        return []
+    return [stmt]
+
+
+def flatten_body(body: Sequence[Stmt]) -> List[Stmt]:
+    out: List[Stmt] = []
+    for s in body:
+        out.extend(_normalise(s))
+    return out
+
+
+def _is_floatish(expr) -> bool:
+    from .model import Attr, Name
+    if isinstance(expr, Const):
+        return isinstance(expr.value, float)
+    if isinstance(expr, Call):
+        name = expr.func.split(".")[-1]
+        if "float" in name or name in ("cast", "exp", "exp2", "log", "log2", "sqrt",
+                                       "rsqrt", "sin", "cos", "tanh", "sigmoid", "pow"):
+            return True
+        return any(_is_floatish(a) for a in expr.args)
+    if isinstance(expr, Attr):
+        return "float" in expr.attr
+    if getattr(expr, "op", None) == "/":
+        return True
+    for attr in ("left", "right", "operand", "body", "orelse"):
+        sub = getattr(expr, attr, None)
+        if sub is not None and not isinstance(sub, (str, int, float, bool)) and _is_floatish(sub):
+            return True
+    return False
+
+
+def is_inlined_bind(stmt: Stmt) -> bool:
+    """An integer alias of pure values (``base = k * block_K``): TVM's Simplify,
+    which runs before planning, substitutes it into its uses and deletes it, so
+    it is not a statement of the body at all (it is not even counted by the
+    compatibility rule that accepts lists including binds)."""
+    if stmt.kind != "bind" or stmt.reads or stmt.value is None:
+        return False
+    if stmt.target == "if_condition":
+        return False
+    return not _is_floatish(stmt.value) and not _has_side_effect(stmt.value)
+
+
+@dataclass
+class BodyAnalysis:
+    units: List[Stmt]  # every executable statement, source order
+    scheduled: List[int]  # indices into units
+    replayable: List[int]  # replayable binds (take no slot; counted by the compat rule)
+    inlined: List[Stmt] = field(default_factory=list)  # integer aliases Simplify removes
+
+
+def analyse_body(loop: Loop) -> BodyAnalysis:
+    flat = flatten_body(loop.body)
+    inlined = [s for s in flat if is_inlined_bind(s)]
+    units = [s for s in flat if not is_inlined_bind(s)]
+    written = _written_buffers(units)
+    sched, rep = [], []
+    for i, s in enumerate(units):
+        (rep if is_replayable_bind(s, written) else sched).append(i)
+    return BodyAnalysis(units, sched, rep, inlined)
+
+
+# --------------------------------------------------------------------------
+# The planner
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class _Info:
+    stmt: Stmt
+    index: int
+    acc: Accesses
+    copy: bool
+    conditional: bool
+    producer: bool = False
+    last_use: int = -1
+    order: int = -1
+    stage: int = -1
+    defs: Tuple[str, ...] = ()
+    uses: frozenset = frozenset()
+
+    @property
+    def first_stage(self) -> bool:
+        return self.copy or self.producer
+
+
+class PlanningError(Exception):
+    def __init__(self, kind: str, message: str, stmt: Optional[Stmt] = None,
+                 other: Optional[Stmt] = None):
+        super().__init__(message)
+        self.kind, self.message, self.stmt, self.other = kind, message, stmt, other
+
+
+def _names_in(expr, out: set) -> None:
+    from .model import Name
+    if isinstance(expr, Name):
+        out.add(expr.id)
+        return
+    for attr in ("left", "right", "operand", "test", "body", "orelse", "value", "index",
+                 "base", "lower", "upper", "step"):
+        sub = getattr(expr, attr, None)
+        if sub is not None and not isinstance(sub, (str, int, float, bool)):
+            _names_in(sub, out)
+    for seq_attr in ("args", "items"):
+        for it in getattr(expr, seq_attr, ()) or ():
+            if isinstance(it, tuple):
+                _names_in(it[1], out)
+            else:
+                _names_in(it, out)
+    for _, v in getattr(expr, "kwargs", ()) or ():
+        _names_in(v, out)
+
+
+def _scalar_uses(stmt: Stmt) -> frozenset:
+    names: set = set()
+    for s in _walk(stmt):
+        if s.value is not None:
+            _names_in(s.value, names)
+        for a in s.reads + s.writes:
+            for ix in a.indices or ():
+                _names_in(ix, names)
+    return frozenset(names)
+
+
+def _scalar_defs(stmt: Stmt) -> Tuple[str, ...]:
+    return tuple(s.target for s in _walk(stmt) if s.kind == "bind" and s.target)
+
+
+def _make_infos(stmts: Sequence[Stmt], env, allocs) -> List[_Info]:
+    infos = []
+    for i, s in enumerate(stmts):
+        infos.append(_Info(stmt=s, index=i, acc=stmt_accesses(s, env, allocs),
+                           copy=is_copy_stage(s, allocs), conditional=is_conditional(s),
+                           defs=_scalar_defs(s), uses=_scalar_uses(s)))
+    return infos
+
+
+def _propagate_producers(infos: List[_Info]) -> None:
+    dep: List[str] = []
+    for p in infos:
+        if p.copy:
+            for r in p.acc.reads:
+                if r.buffer not in dep:
+                    dep.append(r.buffer)
+    for p in infos:
+        if not p.copy:
+            continue
+        updated = True
+        guard = 0
+        while updated and guard < 4 * len(infos) + 16:
+            guard += 1
+            updated = False
+            for q in infos:
+                if q.copy:
+                    continue
+                if q.index >= p.index:
+                    break
+                prepare = any(w.buffer in dep for w in q.acc.writes)
+                if prepare and not q.producer:
+                    q.producer = True
+                    updated = True
+                if prepare:
+                    for r in q.acc.reads:
+                        if r.buffer not in dep:
+                            dep.append(r.buffer)
+                            updated = True
+
+
+def _analyse_last_use(infos: List[_Info], check_writes: bool) -> None:
+    for p in infos:
+        if not p.first_stage:
+            continue
+        for q in infos[p.index + 1:]:
+            for r in q.acc.reads:
+                if any(w.buffer == r.buffer and may_conflict(w, r) for w in p.acc.writes):
+                    p.last_use = max(p.last_use, q.index)
+            if not p.copy or not check_writes:
+                continue
+            for w2 in q.acc.writes:
+                if any(w.buffer == w2.buffer and may_conflict(w, w2) for w in p.acc.writes):
+                    raise PlanningError(
+                        "overlap",
+                        f"buffer '{w2.buffer}' is written by the copy stage and again by a "
+                        f"later statement with an overlapping region", q.stmt, p.stmt)
+
+
+def _propagate_scalar_producers(infos: List[_Info]) -> None:
+    defs: Dict[str, int] = {}
+    for i, p in enumerate(infos):
+        for d in p.defs:
+            defs.setdefault(d, i)
+    updated, guard = True, 0
+    while updated and guard < 4 * len(infos) + 16:
+        guard += 1
+        updated = False
+        for ci, c in enumerate(infos):
+            if not (c.first_stage and c.last_use != -1):
+                continue
+            for v in c.uses:
+                pi = defs.get(v)
+                if pi is None or pi == ci:
+                    continue
+                p = infos[pi]
+                if p.copy:
+                    continue
+                if not p.producer:
+                    p.producer, p.last_use, updated = True, c.last_use, True
+                elif p.last_use == -1 or c.last_use < p.last_use:
+                    p.last_use, updated = c.last_use, True
+
+
+def plan_auto(stmts: Sequence[Stmt], num_stages: int, env, allocs) -> List[_Info]:
+    """Stage/order for a num_stages loop, as tl.PipelinePlanning assigns them."""
+    infos = _make_infos(stmts, env, allocs)
+    _propagate_producers(infos)
+    _analyse_last_use(infos, check_writes=True)
+    _propagate_scalar_producers(infos)
+    order = 0
+    for p in infos:
+        if p.first_stage and p.last_use != -1:
+            continue
+        p.order, p.stage = order, num_stages
+        order += 1
+        for q in infos:
+            if q.first_stage and q.last_use == p.index:
+                q.order, q.stage = order, 0
+                order += 1
+    unplaced = [p for p in infos if p.order == -1]
+    if unplaced:
+        p = unplaced[0]
+        consumer = infos[p.last_use].stmt if 0 <= p.last_use < len(infos) else None
+        raise PlanningError(
+            "unplaced", f"PipelinePlanning cannot place this statement: its last consumer "
+            f"is itself moved to stage 0 as a producer for a copy, so no statement "
+            f"schedules it", p.stmt, consumer)
+    n = len(infos)
+    copies = [p for p in infos if p.first_stage]
+    others = [p for p in infos if not p.first_stage]
+    copy_min = min((p.order for p in copies), default=n)
+    other_max = max((p.order for p in others), default=0)
+    at_end = len(copies) if copy_min > other_max else -1
+    if at_end > 0 and num_stages >= 2:
+        for p in infos:
+            p.order = (p.order + at_end) % n
+            if not p.copy and not p.producer:
+                p.stage -= 1
+    return infos
+
+
+# --------------------------------------------------------------------------
+# Warp specialization (sm_90)
+# --------------------------------------------------------------------------
+
+_DTYPE_BITS = {"float16": 16, "bfloat16": 16, "float32": 32, "float64": 64, "int8": 8,
+               "uint8": 8, "int16": 16, "int32": 32, "uint32": 32, "int64": 64,
+               "float8_e4m3": 8, "float8_e5m2": 8, "float8_e4m3fn": 8, "half": 16,
+               "float": 32}
+
+
+def _dtype_bits(env, expr) -> Optional[int]:
+    if expr is None:
+        return None
+    try:
+        v = env.eval(expr) if env is not None else None
+    except Exception:
+        v = None
+    if v is None:
+        if isinstance(expr, Const) and isinstance(expr.value, str):
+            v = expr.value
+        else:
+            from .model import Attr
+            if isinstance(expr, Attr):
+                v = expr.attr
+    if not isinstance(v, str):
+        return None
+    v = v.replace("T.", "")
+    if v in _DTYPE_BITS:
+        return _DTYPE_BITS[v]
+    m = re.match(r"^[a-z]+?(\d+)", v)
+    return int(m.group(1)) if m else None
+
+
+def _tensor_param(kernel: Kernel, name: str):
+    for p in kernel.params:
+        if p.name == name and isinstance(p.annotation, Call):
+            a = p.annotation
+            shape = a.args[0] if a.args else dict(a.kwargs).get("shape")
+            dtype = a.args[1] if len(a.args) > 1 else dict(a.kwargs).get("dtype")
+            items = shape.items if isinstance(shape, TupleExpr) else ((shape,) if shape else ())
+            return items, dtype
+    return None
+
+
+def is_tma_load(stmt: Stmt, kernel: Optional[Kernel], env, allocs: Dict[str, Alloc]) -> bool:
+    """A T.copy the sm_90 copy classifier would lower to a TMA load."""
+    if not _is_copy_op(stmt):
+        return False
+    src, dst = _copy_src_dst(stmt)
+    if src is None or dst is None or src in allocs or not is_shared(dst, allocs):
+        return False
+    if "disable_tma" in (stmt.label or "") and "disable_tma=True" in stmt.label.replace(" ", ""):
+        return False
+    info = _tensor_param(kernel, src) if kernel is not None else None
+    src_bits = _dtype_bits(env, info[1]) if info else None
+    dst_alloc = allocs[dst]
+    dst_bits = _dtype_bits(env, dst_alloc.dtype)
+    # Last dimension of the copy: the destination's last extent.
+    dst_acc = stmt.writes[0]
+    reg = _operand_region(dst_acc, env, allocs)
+    last = None
+    if reg.dims:
+        lo, hi = reg.dims[-1]
+        if lo is not None and hi is not None:
+            last = hi - lo
+    bits = src_bits or dst_bits
+    if last is not None and bits is not None and (last * bits) % 128 != 0:
+        return False
+    if src_bits is not None and dst_bits is not None and src_bits != dst_bits:
+        return False
+    if info:
+        shape = [_eval_int(env, s) for s in info[0]]
+        stride = 1
+        for i in range(len(shape) - 1, 0, -1):
+            if shape[i] is None:
+                break
+            stride *= shape[i]
+            if src_bits is not None and (stride * src_bits // 8) % 16 != 0:
+                return False
+    return True
+
+
+def _pipelined_loops(stmts: Sequence[Stmt]):
+    for s in stmts:
+        if s.kind == "pipelined" and s.loop is not None:
+            yield s.loop
+        yield from _pipelined_loops(s.children)
+
+
+def _has_num_stages(loop: Loop, env) -> bool:
+    if loop.num_stages is None:
+        return False
+    v = _eval_int(env, loop.num_stages)
+    return v is None or v >= 1
+
+
+def warp_specialization_mode(kernel: Kernel, env, target: str,
+                             allocs: Optional[Dict[str, Alloc]] = None) -> str:
+    """'applied', 'fallback' (candidate but the rewriter does not fire: the
+    compiler then strips num_stages from every loop), or 'none'."""
+    if not str(target).startswith("sm_") or _sm(target) < 90:
+        return "none"
+    for k, v in kernel.attrs:
+        if "disable_warp_specialized" in k:
+            val = env.eval(v) if env is not None else None
+            if val is None and isinstance(v, Const):
+                val = v.value
+            if val in (True, 1, "true", "True"):
+                return "none"
+    if allocs is None:
+        allocs = {a.name: a for a in kernel.allocs}
+    loops = [lp for lp in _pipelined_loops(kernel.body) if _has_num_stages(lp, env)]
+    candidate = False
+    for lp in loops:
+        for s in lp.body:
+            if any(is_tma_load(x, kernel, env, allocs) for x in _walk(s)):
+                candidate = True
+    if not candidate:
+        return "none"
+    first = loops[0]
+    body = list(first.body)
+    while body and body[0].kind == "bind":
+        body.pop(0)
+    if len(body) == 1 and body[0].kind == "if" and getattr(body[0], "else_index", None) is None:
+        body = list(body[0].children)
+    flat: List[Stmt] = []
+    for s in body:
+        flat.extend(_expand_macros(s))
+    if any(is_tma_load(s, kernel, env, allocs) for s in flat):
+        return "applied"
+    return "fallback"
+
+
+def _expand_macros(s: Stmt) -> List[Stmt]:
+    if s.kind == "macro":
+        out: List[Stmt] = []
+        for c in s.children:
+            out.extend(_expand_macros(c))
+        return out
+    return [s]
+
+
+def warp_specialization_applies(kernel: Kernel, env, target: str) -> bool:
+    return warp_specialization_mode(kernel, env, target) == "applied"
+
+
+def warp_specialized_loop(kernel: Kernel, env, target: str,
+                          allocs: Optional[Dict[str, Alloc]] = None) -> Optional[Loop]:
+    """The one loop the sm_90 rewriter splits into producer/consumer (the first
+    loop with num_stages in the kernel), or None."""
+    if warp_specialization_mode(kernel, env, target, allocs) != "applied":
+        return None
+    loops = [lp for lp in _pipelined_loops(kernel.body) if _has_num_stages(lp, env)]
+    return loops[0] if loops else None
+
+
+def _sm(target: str) -> int:
+    m = re.match(r"sm_(\d+)", str(target))
+    return int(m.group(1)) if m else 0
+
+
+def is_rocm(target: str) -> bool:
+    return str(target).startswith("gfx")
+
+
+# --------------------------------------------------------------------------
+# Public entry point
+# --------------------------------------------------------------------------
+
+
+def _ints(env, exprs: Optional[Tuple[Expr, ...]]) -> Optional[List[Optional[int]]]:
+    if exprs is None:
+        return None
+    return [_eval_int(env, e) for e in exprs]
+
+
+def _result(loop: Loop, **kw) -> LoopResult:
+    return LoopResult(loop=loop, **kw)
+
+
+def plan_loop(loop: Loop, env, target: str, allocs: Dict[str, Alloc],
+              warp_specialized: bool, ws_fallback: bool = False
+              ) -> Tuple[LoopResult, List[Diagnostic]]:
+    """Plan one ``T.Pipelined`` loop.  Diagnostics (TL101–TL111) come from
+    ``rules.validate_loop``; this returns the planning result and the
+    diagnostics that only planning can see (TL104/TL108 on the compiler's
+    planning path)."""
+    from . import rules  # local import: rules imports this module
+    allocs = dict(allocs or {})
+    ba = analyse_body(loop)
+    units = ba.units
+    sched = [units[i] for i in ba.scheduled]
+    excluded = tuple(sorted([units[i] for i in ba.replayable] + ba.inlined,
+                            key=lambda s: (s.span.line, s.span.col)))
+    ns = _eval_int(env, loop.num_stages) if loop.num_stages is not None else 0
+    ns_unknown = loop.num_stages is not None and ns is None
+    manual = loop.order is not None and loop.stage is not None and \
+        len(loop.order) > 0 and len(loop.stage) > 0
+    plain = [ScheduledStmt(s, None, None) for s in sched]
+    diags: List[Diagnostic] = []
+
+    if loop.pipelined_ancestors > 0:
+        return _result(loop, pipelined=False, num_stages=ns, depth=None,
+                       statements=tuple(plain), excluded_binds=excluded, manual=manual,
+                       note="not pipelined: PipelinePlanning does not look inside an "
+                            "enclosing pipelined loop"), diags
+    if warp_specialized and (ns_unknown or ns >= 1):
+        depth = ns
+        return _result(loop, pipelined=True, num_stages=ns, depth=depth,
+                       statements=tuple(plain), excluded_binds=excluded, manual=manual,
+                       warp_specialized=True,
+                       note="warp-specialized (producer/consumer); manual order/stage ignored"
+                       if manual else "warp-specialized (producer/consumer)"), diags
+    if ws_fallback and (ns_unknown or ns >= 1) and not manual:
+        return _result(loop, pipelined=False, num_stages=ns, depth=None,
+                       statements=tuple(plain), excluded_binds=excluded,
+                       note="not pipelined: the warp-specialization rewriter did not apply "
+                            "and the compiler dropped num_stages"), diags
+
+    if manual:
+        orders = _ints(env, loop.order)
+        stages = _ints(env, loop.stage)
+        n_exec = len(units)
+        n_sched = len(sched)
+        if len(orders) != len(stages):
+            pass  # the compiler reports it in InjectSoftwarePipeline as a size mismatch
+        idx: Optional[List[int]]
+        if len(orders) == n_sched:
+            idx = list(range(n_sched))
+        elif len(orders) == n_exec:
+            idx = list(ba.scheduled)
+        else:
+            idx = None
+        if idx is None or len(stages) != len(orders):
+            diags.append(rules.tl104(loop, len(orders), len(stages), n_sched, n_exec,
+                                     sched, excluded))
+            return _result(loop, pipelined=False, num_stages=ns or None, depth=None,
+                           statements=tuple(plain), excluded_binds=excluded, manual=True,
+                           note="compile error: order/stage length does not match the "
+                                "scheduled statement count"), diags
+        st = [ScheduledStmt(s, stages[i], orders[i]) for s, i in zip(sched, idx)]
+        if loop.num_stages is not None and ns is not None and ns > 0:
+            depth: Optional[int] = ns
+        else:
+            known = [s.stage for s in st if s.stage is not None]
+            depth = max(known) + 1 if known and len(known) == len(st) else None
+        distinct = {s.stage for s in st}
+        pipelined = len(distinct) > 1 or None in distinct
+        return _result(loop, pipelined=True, num_stages=ns or None, depth=depth,
+                       statements=tuple(st), excluded_binds=excluded, manual=True,
+                       note="" if pipelined else
+                       "all statements share one stage: the loop runs unpipelined"), diags
+
+    if loop.num_stages is None or (ns is not None and ns <= 0):
+        note = "not pipelined: num_stages is 0 or absent"
+        if (loop.order is not None) != (loop.stage is not None):
+            note = "not pipelined: order without stage (or stage without order)"
+        return _result(loop, pipelined=False, num_stages=ns, depth=None,
+                       statements=tuple(plain), excluded_binds=excluded, note=note), diags
+    if is_rocm(target) and target != "gfx950":
+        return _result(loop, pipelined=False, num_stages=ns, depth=None,
+                       statements=tuple(plain), excluded_binds=excluded,
+                       note=f"not pipelined: software pipelining is disabled on {target}"), diags
+    if ns is None:
+        return _result(loop, pipelined=True, num_stages=None, depth=None,
+                       statements=tuple(plain), excluded_binds=excluded,
+                       note="num_stages is unknown"), diags
+    if not sched:
+        return _result(loop, pipelined=False, num_stages=ns, depth=None,
+                       statements=(), excluded_binds=excluded,
+                       note="compile error: no schedulable statements"), diags
+    try:
+        infos = plan_auto(sched, ns, env, allocs)
+    except PlanningError as e:
+        diags.append(rules.tl108(loop, e) if e.kind == "overlap" else rules.tl112(loop, e))
+        return _result(loop, pipelined=False, num_stages=ns, depth=None,
+                       statements=tuple(plain), excluded_binds=excluded,
+                       note="compile error: overlapping writes in different stages"), diags
+    st = tuple(ScheduledStmt(p.stmt, p.stage, p.order) for p in infos)
+    if len({p.stage for p in infos}) <= 1:
+        # InjectSoftwarePipeline keeps a loop whose statements all share one
+        # stage as a plain loop (nothing to overlap).
+        return _result(loop, pipelined=False, num_stages=ns, depth=ns, statements=st,
+                       excluded_binds=excluded,
+                       note="not pipelined: no copy stage, every statement is in one stage"), diags
+    return _result(loop, pipelined=True, num_stages=ns, depth=ns, statements=st,
+                   excluded_binds=excluded), diags

@@ -1,0 +1,524 @@
+"""The rule registry (one entry per diagnostic code) and the pipeline checks
+TL101–TL111.
+
+Each check mirrors a compiler behaviour of tilelang 0.1.15: a hard error in
+``tl.PipelinePlanning`` / ``tl.InjectSoftwarePipeline``, or a silent decision
+(a schedule that is ignored, a loop that is not pipelined) worth a warning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from .model import (
+    Alloc, Diagnostic, Fix, Loop, LoopResult, Related, Span, Stmt, TextEdit,
+)
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    name: str
+    severity: str  # error | warning | information | hint
+    summary: str
+    what: str = ""
+    why: str = ""
+    bad_example: str = ""
+    good_example: str = ""
+    fix: str = ""
+
+
+_GEMM_BODY = """\
+    T.copy(A[by * 128, k * 32], A_shared)
+    T.copy(B[k * 32, bx * 128], B_shared)
+    T.gemm(A_shared, B_shared, C_local)"""
+
+RULES: Tuple[Rule, ...] = (
+    Rule("TL001", "syntax-error", "error", "The file does not parse as Python.",
+         what="The kernel file has a syntax error, so nothing in it can be analysed.",
+         why="The compiler never sees a kernel that Python cannot import.",
+         bad_example="for k in T.Pipelined(n, num_stages=3)\n    ...",
+         good_example="for k in T.Pipelined(n, num_stages=3):\n    ...",
+         fix="Fix the syntax error at the reported position."),
+    Rule("TL002", "unresolved-value", "information",
+         "A size or schedule value cannot be determined statically.",
+         what="A value the analyses need (num_stages, a tile size, a dtype) depends on "
+              "something tilelint cannot see, such as a runtime argument.",
+         why="Shared-memory size, stage assignment and buffer versions all depend on "
+             "these values; without them the results for this kernel are partial.",
+         bad_example="def matmul(block_K):  # never called in this file\n    ...",
+         good_example="# tilelint: bind block_K=32\ndef matmul(block_K):\n    ...",
+         fix="Add a `# tilelint: bind name=value` comment above the kernel or its "
+             "factory, or call the factory with literal arguments in the file."),
+    Rule("TL101", "duplicate-pipeline-order", "error",
+         "Two scheduled statements have the same `order` entry.",
+         what="The manual `order=` list gives the same position to two statements of "
+              "the pipelined body.",
+         why="InjectSoftwarePipeline emits the statements of one iteration sorted by "
+             "order; a repeated order has no defined emission position, so the compiler "
+             "stops with 'Two statements in the software pipeline cannot have the same "
+             "order' on the second of them.",
+         bad_example="for k in T.Pipelined(n, order=[0, 0, 1], stage=[0, 0, 1]):\n" + _GEMM_BODY,
+         good_example="for k in T.Pipelined(n, order=[0, 1, 2], stage=[0, 0, 1]):\n" + _GEMM_BODY,
+         fix="Give every scheduled statement a distinct order (the quick fix renumbers "
+             "the list, keeping the relative order)."),
+    Rule("TL102", "pipeline-stage-inversion", "error",
+         "A statement is in an earlier stage than a statement it depends on.",
+         what="A statement reads a buffer that an earlier statement of the body writes, "
+              "but it was put in an earlier pipeline stage than that writer.",
+         why="A stage-s statement of iteration i runs together with stage-0 statements "
+             "of iteration i+s; a consumer in an earlier stage than its producer would "
+             "read data that has not been produced yet. InjectSoftwarePipeline rejects "
+             "it ('... cannot depends on statement ... in a later stage').",
+         bad_example="for k in T.Pipelined(n, order=[0, 1, 2], stage=[1, 0, 0]):\n" + _GEMM_BODY,
+         good_example="for k in T.Pipelined(n, order=[0, 1, 2], stage=[0, 0, 1]):\n" + _GEMM_BODY,
+         fix="Put the consumer in the same or a later stage than every producer it reads."),
+    Rule("TL103", "pipeline-reorder-in-stage", "error",
+         "Dependent statements in the same stage are reordered.",
+         what="Two statements in one stage depend on each other through a buffer, and "
+              "the consumer's order comes before the producer's.",
+         why="Within one stage the emitted order is the execution order; running the "
+             "consumer first would read stale data, so InjectSoftwarePipeline stops with "
+             "'two statements with buffer access dependency in the same stage of the "
+             "software pipeline cannot be reordered'.",
+         bad_example="for k in T.Pipelined(n, order=[1, 2, 0], stage=[0, 0, 0]):\n" + _GEMM_BODY,
+         good_example="for k in T.Pipelined(n, order=[1, 2, 0], stage=[0, 0, 1]):\n" + _GEMM_BODY,
+         fix="Order the producer before the consumer, or move the consumer to a later stage."),
+    Rule("TL104", "pipeline-annotation-length", "error",
+         "`order`/`stage` do not have one entry per scheduled statement.",
+         what="The manual schedule lists must have as many entries as the loop body has "
+              "scheduled statements: each T.copy, T.gemm, fill, reduce, T.Parallel or "
+              "T.serial nest, `if` (an `if` without `else` counts once per statement in "
+              "its body) and each statement of an inlined macro. Scalar aliases such as "
+              "`base = k * 32` that read no buffer written in the loop are replayed where "
+              "they are used and take no entry (lists that include them are still "
+              "accepted for compatibility).",
+         why="PipelinePlanning matches the lists to the statements one to one and stops "
+             "with 'expected pipeline annotation size to match the scheduled statement "
+             "count, executable statement count, or original statement count'.",
+         bad_example="for k in T.Pipelined(n, order=[0, 1], stage=[0, 1]):\n" + _GEMM_BODY,
+         good_example="for k in T.Pipelined(n, order=[0, 1, 2], stage=[0, 0, 1]):\n" + _GEMM_BODY,
+         fix="Give one entry per scheduled statement, in source order."),
+    Rule("TL105", "pipeline-order-without-stage", "warning",
+         "`order` without `stage` (or the reverse): the loop is not pipelined.",
+         what="Only one of the two manual-schedule lists is given.",
+         why="The compiler uses a manual schedule only when both lists are present; with "
+             "one of them the loop silently runs as a plain serial loop (or, with "
+             "num_stages, is planned automatically and the list is ignored).",
+         bad_example="for k in T.Pipelined(n, order=[0, 1, 2]):\n" + _GEMM_BODY,
+         good_example="for k in T.Pipelined(n, order=[0, 1, 2], stage=[0, 0, 1]):\n" + _GEMM_BODY,
+         fix="Add the missing list, or use num_stages= and let the compiler plan."),
+    Rule("TL106", "num-stages-with-manual-schedule", "warning",
+         "`num_stages` given together with a manual `order`/`stage`.",
+         what="The loop has both num_stages= and a manual schedule.",
+         why="On sm_80/86/89 the manual schedule is used and num_stages is left on the "
+             "loop: buffer versions follow the stages (max stage + 1) while the pipeline "
+             "depth used for cp.async waits is num_stages, so the two disagree. On sm_90 "
+             "num_stages makes the loop a warp-specialization candidate; when its copies "
+             "are TMA-eligible the manual order/stage are ignored and num_stages decides.",
+         bad_example="for k in T.Pipelined(n, num_stages=2, order=[0, 1, 2], stage=[0, 0, 2]):\n"
+                     + _GEMM_BODY,
+         good_example="for k in T.Pipelined(n, order=[0, 1, 2], stage=[0, 0, 2]):\n" + _GEMM_BODY,
+         fix="Remove num_stages= (the depth is inferred as max(stage) + 1)."),
+    Rule("TL107", "multiple-async-stage-dependency", "error",
+         "A statement reads buffers filled by async copies of different stages.",
+         what="A consumer reads buffers written by asynchronous (cp.async) copies that "
+              "were put in two different stages.",
+         why="InjectSoftwarePipeline waits for one async stage's commit groups per "
+             "consumer; it cannot wait on two stages and stops with 'A dependency on "
+             "multiple async stages is not supported'.",
+         bad_example="for k in T.Pipelined(n, order=[0, 1, 2], stage=[0, 1, 2]):\n" + _GEMM_BODY,
+         good_example="for k in T.Pipelined(n, order=[0, 1, 2], stage=[0, 0, 2]):\n" + _GEMM_BODY,
+         fix="Put all copies a statement consumes in the same stage."),
+    Rule("TL108", "overlapping-stage-writes", "error",
+         "A copy stage and a later statement write overlapping parts of one buffer.",
+         what="A global-to-shared copy writes a buffer region that a later statement of "
+              "the same body writes again.",
+         why="PipelinePlanning moves copies to stage 0 of a later iteration; a second "
+             "writer would race with it, so planning stops with 'Multiple writes to "
+             "overlapping buffer regions detected'.",
+         bad_example="for k in T.Pipelined(n, num_stages=2):\n"
+                     "    T.copy(A[by * 128, k * 32], A_shared)\n"
+                     "    T.clear(A_shared)\n    T.gemm(A_shared, B_shared, C_local)",
+         good_example="for k in T.Pipelined(n, num_stages=2):\n" + _GEMM_BODY,
+         fix="Write the buffer in one statement, or use separate buffers."),
+    Rule("TL109", "nested-pipelined-loop", "warning",
+         "A T.Pipelined loop inside another T.Pipelined loop.",
+         what="Pipelined loops are nested.",
+         why="Buffer versioning and warp specialization treat one pipelined loop at a "
+             "time; the inner loop's buffers are not versioned for the outer pipeline.",
+         bad_example="for i in T.Pipelined(m, num_stages=2):\n"
+                     "    for k in T.Pipelined(n, num_stages=2):\n        ...",
+         good_example="for i in T.serial(m):\n"
+                      "    for k in T.Pipelined(n, num_stages=2):\n        ...",
+         fix="Pipeline only the innermost loop; make the outer one T.serial."),
+    Rule("TL110", "pipelining-disabled-on-target", "warning",
+         "Software pipelining is disabled on this ROCm target.",
+         what="On ROCm targets other than gfx950 the compiler drops num_stages.",
+         why="PipelinePlanning strips the annotation because the async-copy pipeline "
+             "has not been validated there; the loop runs unpipelined, single-buffered.",
+         bad_example="for k in T.Pipelined(n, num_stages=3):  # on gfx942\n        ...",
+         good_example="for k in T.Pipelined(n, num_stages=3):  # on gfx950 or CUDA\n        ...",
+         fix="Expect no overlap on this target, or target gfx950."),
+    Rule("TL111", "manual-schedule-ignored-by-warp-specialization", "warning",
+         "The manual schedule is ignored: the loop is warp-specialized (sm_90).",
+         what="On sm_90 a loop with num_stages and TMA-eligible copies is split into "
+              "producer and consumer warp groups before pipeline planning.",
+         why="Warp specialization consumes num_stages (num_stages versions, 2 x "
+             "num_stages mbarriers) and drops order/stage, so the schedule has no effect.",
+         bad_example="for k in T.Pipelined(n, num_stages=3, order=[0, 1, 2], stage=[0, 0, 1]):\n"
+                     + _GEMM_BODY,
+         good_example="for k in T.Pipelined(n, num_stages=3):\n" + _GEMM_BODY,
+         fix="Remove order/stage, or remove num_stages (a manual schedule without "
+             "num_stages is not warp-specialized), or set tl.disable_warp_specialized."),
+    Rule("TL112", "pipeline-planning-failure", "error",
+         "PipelinePlanning cannot give every statement a stage.",
+         what="A statement that only feeds a scalar into the copies (e.g. `kk = "
+              "Idx_shared[0]` after `T.copy(Ids[k], Idx_shared)`) is moved to stage 0 "
+              "together with the copies, so the copy feeding it is never placed.",
+         why="Planning places copies right before their last consumer; when that consumer "
+             "is itself a copy producer nothing schedules the copy and the compiler stops "
+             "with 'The number of stages should be equal to the number of pipeline stages'.",
+         bad_example="for k in T.Pipelined(n, num_stages=2):\n    T.copy(Ids[k], Idx_shared)\n"
+                     "    kk = Idx_shared[0]\n    T.copy(A[by * 128, kk * 32], A_shared)\n    ...",
+         good_example="for k in T.Pipelined(n, num_stages=2):\n    kk = Ids[k]\n"
+                      "    T.copy(A[by * 128, kk * 32], A_shared)\n    ...",
+         fix="Read the index straight from global memory (a replayable alias), or give a "
+             "manual order/stage."),
+    Rule("TL201", "shared-memory-overflow", "error",
+         "Shared memory exceeds the target's per-block limit.",
+         what="The kernel's merged shared-memory arena is larger than the opt-in limit.",
+         why="The compiler accepts it; the kernel fails at launch."),
+    Rule("TL202", "autotune-config-overflow", "error",
+         "An autotune configuration exceeds the shared-memory limit.",
+         what="One configuration of an autotune space overflows shared memory.",
+         why="That configuration fails at launch and wastes tuning time."),
+    Rule("TL203", "shared-memory-near-budget", "information",
+         "Shared memory is close to the target's limit.",
+         what="The kernel uses most of the per-block shared memory.",
+         why="Little room is left for more stages or larger tiles; occupancy is low."),
+    Rule("TL301", "flag-spill", "warning",
+         "Ascend sync flags spill from hardware events into buffer locks.",
+         what="More than 8 event ids are needed for one producer/consumer pipe pair.",
+         why="RewriteFlagToBuf turns the excess into asc_lock/asc_unlock, which is slower."),
+    Rule("TL302", "mutex-pool-exhausted", "error",
+         "The Ascend mutex pool (32 ids) is exhausted.",
+         what="Spilled flags need more lock ids than the pool has.",
+         why="The compiler fails with a hard error."),
+    Rule("TL303", "cross-core-flags-over-limit", "error",
+         "More than 16 cross-core flags are needed.",
+         what="Cube/vector synchronisation needs more than 16 flag ids.",
+         why="The hardware has 16 cross-core flag ids; the compiler fails."),
+    Rule("TL900", "unused-noqa", "hint",
+         "A `# noqa` comment suppresses nothing.",
+         what="The suppression comment names a code that is not reported on this line.",
+         why="Stale suppressions hide future problems."),
+    Rule("TL910", "verify-mismatch", "warning",
+         "tilelint's prediction disagrees with the real compiler.",
+         what="Verification with the installed compiler gave a different result.",
+         why="The static model missed a compiler behaviour; trust the compiler."),
+    Rule("TL911", "unpredicted-compiler-error", "error",
+         "The compiler failed where tilelint predicted success.",
+         what="Verification with the installed compiler raised an error.",
+         why="The static model does not cover this failure."),
+)
+
+RULES_BY_CODE: Dict[str, Rule] = {r.code: r for r in RULES}
+
+
+def get_rule(code: str) -> Optional[Rule]:
+    return RULES_BY_CODE.get(code)
+
+
+def _diag(code: str, span: Span, message: str, related=(), fixes=(),
+          severity: Optional[str] = None) -> Diagnostic:
+    return Diagnostic(code=code, severity=severity or RULES_BY_CODE[code].severity,
+                      span=span, message=message, related=tuple(related), fixes=tuple(fixes))
+
+
+def _short(stmt: Stmt) -> str:
+    return stmt.label or stmt.op
+
+
+# --------------------------------------------------------------------------
+# Diagnostics built by planning
+# --------------------------------------------------------------------------
+
+
+def tl104(loop: Loop, n_order: int, n_stage: int, n_sched: int, n_exec: int,
+          sched: Sequence[Stmt], excluded: Sequence[Stmt]) -> Diagnostic:
+    span = loop.order_span or loop.stage_span or loop.iter_span
+    if n_order != n_stage:
+        msg = (f"order has {n_order} entries but stage has {n_stage}; both need one entry "
+               f"per scheduled statement ({n_sched} here)")
+    else:
+        msg = (f"order/stage have {n_order} entries but the loop body has {n_sched} "
+               f"scheduled statement{'s' if n_sched != 1 else ''}")
+        if excluded:
+            msg += (f" ({len(excluded)} scalar alias{'es' if len(excluded) != 1 else ''} "
+                    f"take no entry; {n_exec} is also accepted)")
+        msg += ("; the compiler stops in PipelinePlanning: expected pipeline annotation "
+                "size to match the scheduled statement count")
+    related = [Related(s.span, f"scheduled statement {i}: {_short(s)}")
+               for i, s in enumerate(sched)]
+    related += [Related(s.span, f"replayable alias, no entry: {_short(s)}") for s in excluded]
+    return _diag("TL104", span, msg, related)
+
+
+def tl108(loop: Loop, err) -> Diagnostic:
+    stmt = err.stmt
+    related = [Related(err.other.span, f"copy stage writing the same region: {_short(err.other)}")] \
+        if err.other is not None else []
+    return _diag("TL108", stmt.span if stmt is not None else loop.iter_span,
+                 f"PipelinePlanning: multiple writes to overlapping buffer regions: "
+                 f"{err.message}; this is not supported in pipeline planning", related)
+
+
+def tl112(loop: Loop, err) -> Diagnostic:
+    stmt = err.stmt
+    related = [Related(err.other.span, f"its last consumer, moved to stage 0: {_short(err.other)}")] \
+        if err.other is not None else []
+    return _diag("TL112", stmt.span if stmt is not None else loop.iter_span,
+                 err.message + " (compiler: 'The number of stages should be equal to the "
+                 "number of pipeline stages')", related)
+
+
+# --------------------------------------------------------------------------
+# Edits
+# --------------------------------------------------------------------------
+
+
+def _offset(lines: List[str], line: int, col: int) -> int:
+    return sum(len(x) for x in lines[:line - 1]) + col
+
+
+def _pos(lines: List[str], off: int) -> Tuple[int, int]:
+    for i, text in enumerate(lines):
+        if off <= len(text) or i == len(lines) - 1:
+            if off <= len(text):
+                return i + 1, off
+        off -= len(text)
+    return len(lines), len(lines[-1]) if lines else 0
+
+
+def remove_argument_edit(source: str, span: Span) -> Optional[TextEdit]:
+    """An edit deleting the call argument at ``span`` with its separating comma."""
+    lines = source.splitlines(keepends=True)
+    if not lines or span.line > len(lines) or span.end_line > len(lines):
+        return None
+    start = _offset(lines, span.line, span.col)
+    end = _offset(lines, span.end_line, span.end_col)
+    text = source
+    j = end
+    while j < len(text) and text[j] in " \t":
+        j += 1
+    if j < len(text) and text[j] == ",":
+        j += 1
+        while j < len(text) and text[j] in " \t\r\n":
+            j += 1
+        k = j
+        # Keep a trailing-comma layout intact: `f(a, x=1,)` -> `f(a,)` is fine.
+        new_start, new_end = start, k
+        if k < len(text) and text[k] == ")":
+            # `f(a, x=1, )` : drop the comma before too.
+            i = start
+            while i > 0 and text[i - 1] in " \t\r\n":
+                i -= 1
+            if i > 0 and text[i - 1] == ",":
+                new_start = i - 1
+        s_line, s_col = _pos(lines, new_start)
+        e_line, e_col = _pos(lines, new_end)
+        return TextEdit(Span(s_line, s_col, e_line, e_col), "")
+    i = start
+    while i > 0 and text[i - 1] in " \t\r\n":
+        i -= 1
+    if i > 0 and text[i - 1] == ",":
+        s_line, s_col = _pos(lines, i - 1)
+        e_line, e_col = _pos(lines, end)
+        return TextEdit(Span(s_line, s_col, e_line, e_col), "")
+    return None
+
+
+def renumbered_orders(orders: Sequence[int]) -> List[int]:
+    """Distinct orders 0..n-1 keeping the relative order (ties: source order)."""
+    idx = sorted(range(len(orders)), key=lambda i: (orders[i], i))
+    out = [0] * len(orders)
+    for rank, i in enumerate(idx):
+        out[i] = rank
+    return out
+
+
+# --------------------------------------------------------------------------
+# Checks
+# --------------------------------------------------------------------------
+
+
+def _async_producer(stmt: Stmt, stage: int, allocs) -> bool:
+    from .planning import is_conditional, is_copy_stage, is_global, is_shared
+    if is_conditional(stmt):
+        return False
+    if is_copy_stage(stmt, allocs):
+        return True
+    if stage != 0:
+        return False
+    from .planning import _walk
+    reads_global = any(is_global(a.buffer, allocs) for s in _walk(stmt) for a in s.reads)
+    writes_shared = any(is_shared(a.buffer, allocs) for s in _walk(stmt) for a in s.writes)
+    return reads_global and writes_shared
+
+
+def validate_loop(result: LoopResult, allocs: Dict[str, Alloc], target: str,
+                  env=None, source: Optional[str] = None) -> List[Diagnostic]:
+    """TL101–TL111 for one planned loop (``plan_loop`` reports TL104/TL108)."""
+    from .planning import _eval_int, is_rocm, stmt_accesses
+    allocs = dict(allocs or {})
+    loop = result.loop
+    out: List[Diagnostic] = []
+    has_order = loop.order is not None and len(loop.order) > 0
+    has_stage = loop.stage is not None and len(loop.stage) > 0
+    ns = _eval_int(env, loop.num_stages) if loop.num_stages is not None else None
+    ns_given = loop.num_stages is not None and (ns is None or ns > 0)
+
+    if loop.pipelined_ancestors > 0:
+        out.append(_diag("TL109", loop.iter_span,
+                         "T.Pipelined nested inside another T.Pipelined loop: PipelinePlanning "
+                         "plans the outer loop and never looks inside it, so this loop is "
+                         "not pipelined"))
+    if has_order != has_stage:
+        given, span = ("order", loop.order_span) if has_order else ("stage", loop.stage_span)
+        missing = "stage" if has_order else "order"
+        tail = ("the loop is planned from num_stages and the list is ignored" if ns_given
+                else "the loop is silently not pipelined")
+        out.append(_diag("TL105", span or loop.iter_span,
+                         f"{given}= without {missing}=: the compiler uses a manual schedule "
+                         f"only when both are given; {tail}"))
+    if is_rocm(target) and target != "gfx950" and ns_given and not (has_order and has_stage):
+        out.append(_diag("TL110", loop.num_stages_span or loop.iter_span,
+                         f"software pipelining is disabled on {target}: PipelinePlanning "
+                         f"drops num_stages and the loop runs unpipelined"))
+    manual = has_order and has_stage
+    if result.warp_specialized and manual:
+        out.append(_diag("TL111", loop.order_span or loop.iter_span,
+                         "this loop is warp-specialized on sm_90 (TMA copies + num_stages): "
+                         "the manual order/stage are ignored and num_stages decides",
+                         [Related(loop.num_stages_span, "num_stages makes the loop a "
+                                  "warp-specialization candidate")]
+                         if loop.num_stages_span else []))
+    if manual and ns_given and loop.num_stages_span is not None:
+        fixes = []
+        if source is not None:
+            edit = remove_argument_edit(source, loop.num_stages_span)
+            if edit is not None:
+                fixes.append(Fix("Remove num_stages=", (edit,), preferred=True))
+        if str(target).startswith("sm_9"):
+            how = ("on sm_90 it makes the loop a warp-specialization candidate, which "
+                   "ignores the manual schedule when the copies are TMA-eligible")
+        else:
+            how = ("the manual schedule is used and num_stages stays on the loop: buffer "
+                   "versions follow the stages but the pipeline depth is num_stages")
+        out.append(_diag("TL106", loop.num_stages_span,
+                         f"num_stages given together with order/stage: {how}", fixes=fixes))
+    if not manual or result.warp_specialized or not result.statements:
+        return out
+
+    sts = list(result.statements)
+    orders = [s.order for s in sts]
+    stages = [s.stage for s in sts]
+    # TL101: duplicate orders, blamed on the later statement (source order).
+    first_with: Dict[int, int] = {}
+    dup_found = False
+    for i, o in enumerate(orders):
+        if o is None:
+            continue
+        if o in first_with:
+            dup_found = True
+            j = first_with[o]
+            fixes = []
+            if loop.order_span is not None and all(x is not None for x in orders) \
+                    and len(loop.order or ()) == len(orders):
+                new = renumbered_orders(orders)  # type: ignore[arg-type]
+                text = "[" + ", ".join(str(x) for x in new) + "]"
+                if source is not None:
+                    lines = source.splitlines(keepends=True)
+                    try:
+                        old = source[_offset(lines, loop.order_span.line, loop.order_span.col)]
+                        if old == "(":
+                            text = "(" + text[1:-1] + ")"
+                    except IndexError:
+                        pass
+                fixes.append(Fix(f"Renumber order to {text}", (TextEdit(loop.order_span, text),),
+                                 preferred=True))
+            out.append(_diag("TL101", sts[i].stmt.span,
+                             f"order {o} is also used by an earlier statement: two statements "
+                             f"in the software pipeline cannot have the same order",
+                             [Related(sts[j].stmt.span, f"also order {o}: {_short(sts[j].stmt)}"),
+                              *([Related(loop.order_span, "the order list")]
+                                if loop.order_span else [])], fixes))
+        else:
+            first_with[o] = i
+    if any(x is None for x in orders + stages):
+        return out
+
+    accs = [stmt_accesses(s.stmt, env, allocs) for s in sts]
+    # TL102 / TL103: read-after-write edges in source order (buffer level); one
+    # diagnostic per consumer, its offending producers as related locations.
+    for j in range(len(sts)):
+        rbufs = {r.buffer for r in accs[j].reads}
+        inv: List[Related] = []
+        reo: List[Related] = []
+        inv_buf = reo_buf = ""
+        for i in range(j):
+            common = sorted(rbufs & {w.buffer for w in accs[i].writes})
+            if not common:
+                continue
+            buf = common[0]
+            if stages[i] > stages[j]:
+                inv.append(Related(sts[i].stmt.span, f"writes '{buf}' in stage {stages[i]}"))
+                inv_buf = inv_buf or buf
+            elif stages[i] == stages[j] and orders[i] >= orders[j]:
+                reo.append(Related(sts[i].stmt.span, f"writes '{buf}' (order {orders[i]})"))
+                reo_buf = reo_buf or buf
+        if inv:
+            out.append(_diag(
+                "TL102", sts[j].stmt.span,
+                f"this statement (stage {stages[j]}) reads '{inv_buf}', written by an earlier "
+                f"statement in a later stage: a statement cannot depend on a statement in a "
+                f"later stage", inv))
+        elif reo and not dup_found:
+            out.append(_diag(
+                "TL103", sts[j].stmt.span,
+                f"this statement (order {orders[j]}) reads '{reo_buf}', written by an earlier "
+                f"statement of the same stage {stages[j]} with a later order: dependent "
+                f"statements in one stage cannot be reordered", reo))
+    # TL107: a consumer of async copies from more than one stage (cp.async targets).
+    if str(target).startswith("sm_") and _sm_num(target) >= 80:
+        async_writes: Dict[int, Dict[str, int]] = {}
+        for k, s in enumerate(sts):
+            if _async_producer(s.stmt, s.stage, allocs):  # type: ignore[arg-type]
+                for w in accs[k].writes:
+                    async_writes.setdefault(s.stage, {}).setdefault(w.buffer, k)  # type: ignore
+        for j, s in enumerate(sts):
+            if _async_producer(s.stmt, s.stage, allocs):  # type: ignore[arg-type]
+                continue
+            hits: Dict[int, int] = {}
+            for r in accs[j].reads:
+                for stg, bufs in async_writes.items():
+                    if stg <= s.stage and r.buffer in bufs:  # type: ignore[operator]
+                        hits.setdefault(stg, bufs[r.buffer])
+            if len(hits) > 1:
+                out.append(_diag(
+                    "TL107", s.stmt.span,
+                    "this statement reads buffers filled by async copies in stages "
+                    f"{', '.join(str(x) for x in sorted(hits))}: a dependency on multiple "
+                    "async stages is not supported",
+                    [Related(sts[k].stmt.span, f"async copy in stage {stg}")
+                     for stg, k in sorted(hits.items())]))
+    return out
+
+
+def _sm_num(target: str) -> int:
+    try:
+        return int(str(target).split("_", 1)[1])
+    except (IndexError, ValueError):
+        return 0
