@@ -31,7 +31,7 @@ def analyze(source: str, path: str = "<stdin>", settings: Optional[Settings] = N
     results: List[KernelResult] = []
     for kernel in module.kernels:
         try:
-            krs, kdiags = analyze_kernel(module, kernel, target, settings)
+            krs, kdiags = analyze_kernel(module, kernel, target, settings, source)
         except Exception as exc:  # a bug of ours must not take the editor down
             krs = [KernelResult(kernel=kernel)]
             kdiags = [Diagnostic(
@@ -66,9 +66,9 @@ def pipelined_loops(stmts: Sequence[Stmt]) -> Iterator[Loop]:
         yield from pipelined_loops(st.children)
 
 
-def analyze_kernel(module: Module, kernel: Kernel, target: str,
-                   settings: Settings) -> Tuple[List[KernelResult], List[Diagnostic]]:
-    from . import planning, versions, packing, sync_cuda  # noqa: WPS433 (import cycle guard)
+def analyze_kernel(module: Module, kernel: Kernel, target: str, settings: Settings,
+                   source: Optional[str] = None) -> Tuple[List[KernelResult], List[Diagnostic]]:
+    from . import packing, planning, rules, sync_cuda, versions
 
     overrides = kernel_overrides(kernel, settings)
     insts = values.instances(module, kernel, overrides, all_calls=settings.all_bindings)
@@ -79,18 +79,23 @@ def analyze_kernel(module: Module, kernel: Kernel, target: str,
         env = inst.env
         allocs: Dict[str, Alloc] = {a.name: a for a in kernel.allocs}
         tinfo = targets_mod.get(target)
-        ws = False
+        ws_mode = "none"
+        ws_loop = None
         if tinfo is not None and tinfo.kind == "cuda":
-            ws = planning.warp_specialization_applies(kernel, env, target)
+            ws_mode = planning.warp_specialization_mode(kernel, env, target, allocs)
+            if ws_mode == "applied":
+                ws_loop = planning.warp_specialized_loop(kernel, env, target, allocs)
+        ws = ws_loop is not None
         loop_results: List[LoopResult] = []
         kdiags: List[Diagnostic] = []
         for loop in pipelined_loops(kernel.body):
-            lr, ld = planning.plan_loop(loop, env, target, allocs, ws)
+            lr, ld = planning.plan_loop(loop, env, target, allocs, loop is ws_loop,
+                                        ws_fallback=ws_mode == "fallback")
             if lr.pipelined:
-                vs = versions.compute_versions(lr, allocs)
-                lr = _replace(lr, versions=vs)
+                lr = _replace(lr, versions=versions.compute_versions(lr, allocs, env))
             loop_results.append(lr)
             kdiags.extend(ld)
+            kdiags.extend(rules.validate_loop(lr, allocs, target, env, source))
         pack = None
         ksync = None
         threads = None

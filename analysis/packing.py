@@ -1,0 +1,536 @@
+"""Shared-memory arena packing, mirroring MergeSharedMemoryAllocations (tilelang 0.1.15).
+
+What the compiler does (read in ``src/transform/merge_shared_memory_allocations.cc``
+and checked on the parity fixtures):
+
+* Liveness is computed over the *top-level statements* of the lowered kernel body
+  (every access is attributed to the statement at the allocation's scope level).
+  After InjectSoftwarePipeline each prologue/epilogue statement instance is its own
+  top-level statement and the steady-state loop is one.  A buffer lives from the
+  first statement that touches it to the last one; two buffers may share bytes
+  only if one's last statement comes strictly before the other's first.
+* Buffers are processed sorted by (first statement, size descending, name).  Each
+  takes, in turn: the best-fitting free block (least waste) at its alignment; else
+  the free block touching the arena top, grown; else a bump allocation at the top
+  (the alignment gap goes back to the free list).  Freed blocks are coalesced.
+* Alignment: 16 bytes by default.  On sm_90 the shared operands of ``T.gemm``
+  (wgmma descriptors) need 1024 bytes; TMA-written buffers that are not gemm operands
+  get the TMA minimum of 128 (``kSmemAlignmentMap``).  The arena size is rounded up
+  to 16.  The CUDA source always declares ``extern __shared__ __align__(1024) uchar
+  buf_dyn_shmem[]``, so offsets are absolute.
+* Warp-specialized path (sm_90): the producer loop comes first in the linear order and
+  touches every buffer its copies fill, so those buffers share one first statement and
+  are ordered by size then name; pre-loop copies stay before the split, every other
+  statement (including pre-loop consumers) moves after the producer loop.
+* ``scope="shared"`` buffers are packed separately into a static arena; on the
+  warp-specialized path the mbarriers add 8 bytes each to the static shared memory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+
+from . import targets as targets_mod
+from .model import (
+    Alloc, BufferInfo, Const, Diagnostic, Fix, Kernel, Loop, LoopResult, Related, Span,
+    Stmt, TextEdit,
+)
+from .schedule import modulo_schedule
+from .values import dtype_bits, normalise_dtype
+
+DEFAULT_ALIGN = 16
+WGMMA_ALIGN = 1024
+TMA_ALIGN = 128
+MBARRIER_BYTES = 8
+
+
+@dataclass(frozen=True)
+class Packing:
+    """The packed shared memory of one kernel instance."""
+
+    buffers: Tuple[BufferInfo, ...]  # every shared buffer, dynamic then static
+    arena_bytes: Optional[int]  # dynamic shared memory (what the launch asks for)
+    no_reuse_bytes: Optional[int]  # sum of all dynamic buffers (incl. versions), aligned
+    static_bytes: int = 0  # static ``__shared__`` bytes (scope="shared", mbarriers)
+    reused: bool = False  # some buffers share bytes
+    unknown: Tuple[str, ...] = ()  # buffers whose size is not statically known
+
+    @property
+    def total_bytes(self) -> Optional[int]:
+        return None if self.arena_bytes is None else self.arena_bytes + self.static_bytes
+
+    def buffer(self, name: str) -> Optional[BufferInfo]:
+        for b in self.buffers:
+            if b.name == name:
+                return b
+        return None
+
+
+# --------------------------------------------------------------------------
+# Helpers over the kernel model
+# --------------------------------------------------------------------------
+
+
+def _walk(stmts: Iterable[Stmt]):
+    for s in stmts:
+        yield s
+        if s.loop is not None and s.loop.body:
+            yield from _walk(s.loop.body)
+        else:
+            yield from _walk(s.children)
+
+
+def _touched(stmt: Stmt) -> Set[str]:
+    out = {a.buffer for a in stmt.reads} | {a.buffer for a in stmt.writes}
+    for c in stmt.children:
+        out |= _touched(c)
+    if stmt.loop is not None:
+        for c in stmt.loop.body:
+            out |= _touched(c)
+    return out
+
+
+def _written(stmt: Stmt) -> Set[str]:
+    out = {a.buffer for a in stmt.writes}
+    for c in stmt.children:
+        out |= _written(c)
+    if stmt.loop is not None:
+        for c in stmt.loop.body:
+            out |= _written(c)
+    return out
+
+
+def is_shared(alloc: Alloc) -> bool:
+    return alloc.scope.startswith("shared") and "barrier" not in alloc.scope
+
+
+def _is_pipelined_stmt(s: Stmt) -> bool:
+    return s.loop is not None and s.loop.kind == "pipelined"
+
+
+def _find_result(loop: Loop, loops: Sequence[LoopResult]) -> Optional[LoopResult]:
+    for lr in loops:
+        if lr.loop is loop:
+            return lr
+    for lr in loops:
+        if lr.loop.span == loop.span:
+            return lr
+    return None
+
+
+def _versions(loops: Sequence[LoopResult]) -> Dict[str, int]:
+    out: Dict[str, int] = {}
+    for lr in loops:
+        for v in lr.versions:
+            out[v.buffer] = max(out.get(v.buffer, 1), v.versions)
+    return out
+
+
+def _is_copy_into_shared(s: Stmt, shared: Set[str]) -> bool:
+    return s.kind == "copy" and any(w.buffer in shared for w in s.writes)
+
+
+def linear_units(kernel: Kernel, loops: Sequence[LoopResult], shared: Set[str],
+                 warp_specialized: bool) -> List[Set[str]]:
+    """The kernel's top-level statements in the compiler's linear order, each as the set
+    of shared buffers it touches (statements touching none are dropped)."""
+    units: List[Set[str]] = []
+    body = list(kernel.body)
+    ws_index = None
+    if warp_specialized:
+        for i, s in enumerate(body):
+            lr = _find_result(s.loop, loops) if _is_pipelined_stmt(s) else None
+            if lr is not None and lr.pipelined and lr.warp_specialized:
+                ws_index = i
+                break
+    if ws_index is not None:
+        before = body[:ws_index]
+        ws_stmt = body[ws_index]
+        kept = [s for s in before if _is_copy_into_shared(s, shared)]
+        moved = [s for s in before if not _is_copy_into_shared(s, shared)]
+        for s in kept:
+            units.append(_touched(s) & shared)
+        produced: Set[str] = set()
+        for c in ws_stmt.loop.body:
+            for x in _walk([c]):
+                if _is_copy_into_shared(x, shared):
+                    produced |= _written(x) & shared
+        units.append(produced)
+        for s in moved:
+            units.append(_touched(s) & shared)
+        units.append(_touched(ws_stmt) & shared)
+        rest = body[ws_index + 1:]
+    else:
+        rest = body
+    for s in rest:
+        lr = _find_result(s.loop, loops) if _is_pipelined_stmt(s) else None
+        sched = modulo_schedule(lr) if lr is not None and lr.pipelined else None
+        if sched is None:
+            units.append(_touched(s) & shared)
+            continue
+        for step in sched.prologue:
+            for row in step:
+                units.append(_touched(row.stmt) & shared)
+        units.append(_touched(s) & shared)  # the steady-state loop
+        for step in sched.epilogue:
+            for row in step:
+                units.append(_touched(row.stmt) & shared)
+    return [u for u in units if u]
+
+
+# --------------------------------------------------------------------------
+# The arena packer (best-fit free list, as in LinearScanPack)
+# --------------------------------------------------------------------------
+
+
+def _align(v: int, a: int) -> int:
+    return v if a <= 1 else (v + a - 1) // a * a
+
+
+class _FreeList:
+    def __init__(self) -> None:
+        self.blocks: List[List[int]] = []  # [offset, size], sorted, coalesced
+
+    def allocate(self, need: int, align: int) -> Optional[int]:
+        best, best_waste = -1, None
+        for i, (off, size) in enumerate(self.blocks):
+            aligned = _align(off, align)
+            head = aligned - off
+            if head > size or size - head < need:
+                continue
+            waste = size - need
+            if best_waste is None or waste < best_waste:
+                best, best_waste = i, waste
+        if best < 0:
+            return None
+        off, size = self.blocks.pop(best)
+        aligned = _align(off, align)
+        head = aligned - off
+        tail = size - head - need
+        if tail:
+            self.insert(aligned + need, tail)
+        if head:
+            self.insert(off, head)
+        return aligned
+
+    def allocate_from_tail(self, align: int, top: int) -> Optional[int]:
+        if not self.blocks:
+            return None
+        off, size = self.blocks[-1]
+        if off + size != top:
+            return None
+        aligned = _align(off, align)
+        if aligned >= top:
+            return None
+        self.blocks.pop()
+        if aligned - off:
+            self.insert(off, aligned - off)
+        return aligned
+
+    def insert(self, off: int, size: int) -> None:
+        if size <= 0:
+            return
+        i = 0
+        while i < len(self.blocks) and self.blocks[i][0] < off:
+            i += 1
+        self.blocks.insert(i, [off, size])
+        if i + 1 < len(self.blocks) and off + size >= self.blocks[i + 1][0]:
+            end = max(off + size, sum(self.blocks[i + 1]))
+            self.blocks[i][1] = end - off
+            self.blocks.pop(i + 1)
+        if i > 0 and sum(self.blocks[i - 1]) >= self.blocks[i][0]:
+            end = max(sum(self.blocks[i - 1]), sum(self.blocks[i]))
+            self.blocks[i - 1][1] = end - self.blocks[i - 1][0]
+            self.blocks.pop(i)
+
+
+@dataclass(frozen=True)
+class _Interval:
+    name: str
+    start: int
+    end: int  # last unit (inclusive)
+    size: int
+    align: int
+
+
+def pack_intervals(intervals: Sequence[_Interval]) -> Tuple[int, Dict[str, int]]:
+    """Offsets for each interval and the arena top (before rounding)."""
+    order = sorted(intervals, key=lambda iv: (iv.start, -iv.size, iv.name))
+    active: List[Tuple[int, int, int]] = []  # (end, offset, size)
+    free = _FreeList()
+    top = 0
+    offsets: Dict[str, int] = {}
+    for iv in order:
+        active.sort()
+        while active and active[0][0] < iv.start:
+            _, off, size = active.pop(0)
+            free.insert(off, size)
+        slot = free.allocate(iv.size, iv.align)
+        if slot is None:
+            slot = free.allocate_from_tail(iv.align, top)
+            if slot is not None:
+                top = slot + iv.size
+        if slot is None:
+            slot = _align(top, iv.align)
+            if slot > top:
+                free.insert(top, slot - top)
+            top = slot + iv.size
+        active.append((iv.end, slot, iv.size))
+        offsets[iv.name] = slot
+    return top, offsets
+
+
+# --------------------------------------------------------------------------
+# Public API
+# --------------------------------------------------------------------------
+
+
+def _alignments(kernel: Kernel, shared: Set[str], target: str, warp_specialized: bool,
+                loops: Sequence[LoopResult]) -> Dict[str, int]:
+    t = targets_mod.get(target)
+    out = {n: DEFAULT_ALIGN for n in shared}
+    if t is None or not t.has_tma:
+        return out
+    for s in _walk(kernel.body):
+        if s.kind == "gemm":
+            for a in s.reads[:2]:
+                if a.buffer in shared:
+                    out[a.buffer] = max(out[a.buffer], WGMMA_ALIGN)
+    if warp_specialized:
+        for lr in loops:
+            if lr.warp_specialized:
+                for st in lr.statements:
+                    for x in _walk([st.stmt]):
+                        if _is_copy_into_shared(x, shared):
+                            for w in x.writes:
+                                if w.buffer in shared:
+                                    out[w.buffer] = max(out[w.buffer], TMA_ALIGN)
+    return out
+
+
+def buffer_bytes(alloc: Alloc, env, versions: int = 1) -> Optional[int]:
+    """Bytes of one allocation times its versions, None if unknown."""
+    bits = dtype_bits(normalise_dtype(env.eval(alloc.dtype)) if env is not None else None)
+    if bits is None:
+        return None
+    n = 1
+    for d in alloc.shape:
+        v = env.eval_int(d) if env is not None else None
+        if v is None:
+            return None
+        n *= v
+    return (n * bits + 7) // 8 * versions
+
+
+def _shape_display(alloc: Alloc, env) -> Tuple:
+    out = []
+    for d in alloc.shape:
+        v = env.eval_int(d) if env is not None else None
+        out.append(v if v is not None else _expr_text(d))
+    return tuple(out)
+
+
+def _expr_text(e) -> str:
+    if isinstance(e, Const):
+        return repr(e.value)
+    name = getattr(e, "id", None)
+    return name if isinstance(name, str) else "?"
+
+
+def mbarrier_count(kernel: Kernel, env, loops: Sequence[LoopResult], target: str,
+                   warp_specialized: bool) -> int:
+    from .sync_cuda import ws_barriers  # local import: sync_cuda imports this module
+    return ws_barriers(kernel, env, loops, target, warp_specialized)[0]
+
+
+def pack_kernel(kernel: Kernel, env, loops: Sequence[LoopResult], target: str,
+                warp_specialized: bool) -> Packing:
+    """Pack the kernel's shared buffers like MergeSharedMemoryAllocations.
+
+    ``loops`` are the planned pipelined loops (with ``versions`` filled in); versions of
+    buffers not mentioned there are 1.  Never raises."""
+    try:
+        return _pack(kernel, env, loops, target, warp_specialized)
+    except Exception:  # noqa: BLE001 - analysis must never raise on bad code
+        return Packing(buffers=(), arena_bytes=None, no_reuse_bytes=None)
+
+
+def _pack(kernel, env, loops, target, warp_specialized) -> Packing:
+    allocs = [a for a in kernel.allocs if is_shared(a)]
+    dyn = {a.name for a in allocs if a.scope != "shared"}
+    static = {a.name for a in allocs if a.scope == "shared"}
+    versions = _versions(loops)
+    aligns = _alignments(kernel, dyn | static, target, warp_specialized, loops)
+    sizes: Dict[str, Optional[int]] = {}
+    for a in allocs:
+        sizes[a.name] = buffer_bytes(a, env, versions.get(a.name, 1))
+    unknown = tuple(sorted(n for n, v in sizes.items() if v is None))
+
+    def arena(names: Set[str]):
+        units = linear_units(kernel, loops, names, warp_specialized)
+        first: Dict[str, int] = {}
+        last: Dict[str, int] = {}
+        for i, u in enumerate(units):
+            for n in u:
+                first.setdefault(n, i)
+                last[n] = i
+        ivs = [_Interval(n, first[n], last[n], sizes[n], aligns.get(n, DEFAULT_ALIGN))
+               for n in names if n in first and sizes.get(n) is not None]
+        if any(sizes.get(n) is None for n in names if n in first):
+            return None, {}, first, last
+        top, offs = pack_intervals(ivs)
+        return (_align(top, DEFAULT_ALIGN) if ivs else 0), offs, first, last
+
+    dyn_bytes, dyn_offs, first, last = arena(dyn)
+    st_bytes, st_offs, sfirst, slast = arena(static)
+    first.update(sfirst)
+    last.update(slast)
+    offsets = dict(dyn_offs)
+    offsets.update(st_offs)
+    infos = []
+    for a in allocs:
+        infos.append(BufferInfo(
+            name=a.name, span=a.span, scope=a.scope,
+            dtype=str(normalise_dtype(env.eval(a.dtype)) or "?"),
+            shape=_shape_display(a, env), versions=versions.get(a.name, 1),
+            bytes=sizes[a.name], offset=offsets.get(a.name),
+            live=(first[a.name], last[a.name]) if a.name in first else None))
+    infos.sort(key=lambda b: (b.scope == "shared", b.offset if b.offset is not None else 1 << 60,
+                              b.name))
+    no_reuse = None
+    if dyn_bytes is not None:
+        cur = 0
+        for n in sorted(dyn):
+            if n in first:
+                cur = _align(cur, aligns.get(n, DEFAULT_ALIGN)) + (sizes[n] or 0)
+        no_reuse = _align(cur, DEFAULT_ALIGN)
+    static_total = (st_bytes or 0)
+    if warp_specialized:
+        static_total += MBARRIER_BYTES * mbarrier_count(kernel, env, loops, target, True)
+    reused = dyn_bytes is not None and no_reuse is not None and dyn_bytes < no_reuse
+    return Packing(buffers=tuple(infos), arena_bytes=dyn_bytes, no_reuse_bytes=no_reuse,
+                   static_bytes=static_total, reused=reused, unknown=unknown)
+
+
+# --------------------------------------------------------------------------
+# What-if over num_stages, and the overflow diagnostics
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    num_stages: int
+    versions: Tuple[Tuple[str, int], ...]
+    arena_bytes: Optional[int]
+    static_bytes: int
+    fits: Tuple[Tuple[str, bool], ...]  # (target, fits its opt-in budget)
+
+
+def replan(kernel: Kernel, env, target: str, warp_specialized: bool, num_stages: int
+           ) -> List[LoopResult]:
+    """Plan every pipelined loop of the kernel with ``num_stages`` forced (loops with
+    manual order/stage keep theirs)."""
+    from . import planning, versions as versions_mod  # local: planning imports heavy rules
+    allocs = {a.name: a for a in kernel.allocs}
+    out: List[LoopResult] = []
+    for s in _walk(kernel.body):
+        if not _is_pipelined_stmt(s):
+            continue
+        loop = dataclasses.replace(s.loop, num_stages=Const(num_stages))
+        lr, _ = planning.plan_loop(loop, env, target, allocs, warp_specialized)
+        if lr.pipelined:
+            lr = dataclasses.replace(lr, versions=versions_mod.compute_versions(lr, allocs))
+        # keep the identity of the original loop so packing finds its statement
+        out.append(dataclasses.replace(lr, loop=s.loop))
+    return out
+
+
+def sweep(kernel: Kernel, env, loops_for_num_stages: Callable[[int], Sequence[LoopResult]],
+          values: Iterable[int], target: str, warp_specialized: bool,
+          check_targets: Sequence[str] = targets_mod.CUDA_TARGETS) -> List[SweepPoint]:
+    """For each num_stages value: versions, arena bytes and whether it fits each target's
+    budget.  ``loops_for_num_stages(ns)`` returns the planned loops for that value (e.g.
+    ``lambda ns: replan(kernel, env, target, ws, ns)``)."""
+    out = []
+    for ns in values:
+        try:
+            loops = list(loops_for_num_stages(ns))
+        except Exception:  # noqa: BLE001
+            continue
+        p = pack_kernel(kernel, env, loops, target, warp_specialized)
+        vers = tuple(sorted(_versions(loops).items()))
+        fits = []
+        for t in check_targets:
+            b = targets_mod.budget(t)
+            fits.append((t, p.total_bytes is not None and b is not None and p.total_bytes <= b))
+        out.append(SweepPoint(ns, vers, p.arena_bytes, p.static_bytes, tuple(fits)))
+    return out
+
+
+def _literal_num_stages(loops: Sequence[LoopResult]) -> List[Loop]:
+    return [lr.loop for lr in loops if isinstance(lr.loop.num_stages, Const)
+            and isinstance(lr.loop.num_stages.value, int) and lr.loop.num_stages_span is not None]
+
+
+def overflow_diagnostics(kernel: Kernel, env, loops: Sequence[LoopResult], pack: Packing,
+                         target: str, warp_specialized: bool) -> List[Diagnostic]:
+    """TL201 (error) when the kernel's shared memory exceeds the target's opt-in budget,
+    TL203 (information) above 90 % of it."""
+    try:
+        return _overflow(kernel, env, loops, pack, target, warp_specialized)
+    except Exception:  # noqa: BLE001
+        return []
+
+
+def _overflow(kernel, env, loops, pack, target, warp_specialized) -> List[Diagnostic]:
+    budget = targets_mod.budget(target)
+    total = pack.total_bytes if pack is not None else None
+    if budget is None or total is None:
+        return []
+    dyn = [b for b in pack.buffers if b.bytes is not None and b.scope != "shared"]
+    if not dyn and not pack.buffers:
+        return []
+    largest = max(pack.buffers, key=lambda b: (b.bytes or 0))
+    parts = ", ".join(
+        f"{b.name} {b.bytes} B" + (f" ({b.versions} versions)" if b.versions > 1 else "")
+        for b in sorted(pack.buffers, key=lambda b: (b.offset if b.offset is not None else 0, b.name)))
+    if total <= budget:
+        if total * 10 > budget * 9:
+            return [Diagnostic(
+                code="TL203", severity="information", span=largest.span,
+                message=(f"shared memory {total} B is {100 * total // budget}% of the "
+                         f"{target} budget ({budget} B)"),
+            )]
+        return []
+    related = [Related(b.span, f"{b.name}: {b.bytes} B = {b.versions} version(s)"
+                       + (f" at offset {b.offset}" if b.offset is not None else ""))
+               for b in pack.buffers if b.bytes]
+    reuse = ("buffers already share space (reuse applied; no-reuse total "
+             f"{pack.no_reuse_bytes} B)" if pack.reused else "no buffers could share space")
+    fixes: List[Fix] = []
+    best = None
+    cur_ns = [lr.num_stages for lr in loops if lr.pipelined and lr.num_stages]
+    top = max(cur_ns) if cur_ns else 0
+    if top > 1:
+        for ns in range(top - 1, 0, -1):
+            lrs = replan(kernel, env, target, warp_specialized, ns)
+            p = pack_kernel(kernel, env, lrs, target, warp_specialized)
+            if p.total_bytes is not None and p.total_bytes <= budget:
+                best = (ns, p.total_bytes)
+                break
+    msg = (f"shared memory {total} B exceeds the {target} budget of {budget} B "
+           f"(arena {pack.arena_bytes} B" + (f" + static {pack.static_bytes} B" if pack.static_bytes else "")
+           + f"; {parts}); {reuse}")
+    if best is not None:
+        msg += f"; num_stages={best[0]} would fit ({best[1]} B)"
+        for lp in _literal_num_stages(loops):
+            related.append(Related(lp.num_stages_span, f"num_stages={best[0]} fits in {best[1]} B"))
+            fixes.append(Fix(title=f"Set num_stages={best[0]} ({best[1]} B fits {target})",
+                             edits=(TextEdit(lp.num_stages_span, f"num_stages={best[0]}"),),
+                             preferred=True))
+    elif top > 1:
+        msg += "; no num_stages >= 1 fits"
+    return [Diagnostic(code="TL201", severity="error", span=largest.span, message=msg,
+                       related=tuple(related), fixes=tuple(fixes))]

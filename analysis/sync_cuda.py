@@ -1,0 +1,679 @@
+"""CUDA synchronisation model: cp.async commit/wait_group, ``__syncthreads`` and mbarriers.
+
+cp.async path (sm_80/86/89, and sm_90 without warp specialization), as
+InjectSoftwarePipeline + ThreadSync emit it (checked on the parity fixtures):
+
+* Every copy global→shared inside a pipelined loop is a cp.async.  Within one emitted
+  step (prologue step, loop body, epilogue step) consecutive async copies of the same
+  stage form one commit group; ``cp_async_commit()`` follows the group's last copy.
+* Before the first statement of a step that reads a buffer filled by a group instance
+  not yet known complete, ``cp_async_wait<N>()`` is emitted, N = the number of groups
+  committed after the needed one; after it everything but the last N groups is
+  complete.  Each wait is followed by ``__syncthreads()``.
+* ThreadSync: walking the emitted statements, a ``__syncthreads()`` goes before a
+  statement whose shared access conflicts (RAW/WAR/WAW, async-async writes excepted)
+  with an access since the last sync.  Versioned accesses ``(k + a) % V`` and
+  ``(k + b) % V`` conflict only if a ≡ b (mod V); different buffers conflict when their
+  arena bytes overlap (epilogue reuse).  A loop gets a sync at the top of its body when
+  the accesses after its last sync conflict with those before its first sync in the
+  next iteration.  A pipelined region (prologue+loop+epilogue) gets a sync before it
+  when anything pending conflicts with any access inside it.
+
+Warp-specialized path (sm_90): a 128-thread producer warpgroup is added; mbarriers are
+``2 × num_stages`` per producer group (one group when all TMA copies are first read and
+last used by the same consumer statements, else one per copy) plus one per TMA copy
+before the loop that a consumer reads; each group contributes a producer and a consumer
+wait site, each pre-loop TMA copy one.  ``__syncthreads()``: one after barrier init, one
+more when statements before the loop write shared memory or the loop is nested.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Set, Tuple
+
+from . import targets as targets_mod
+from .model import Alloc, Kernel, KernelSync, LoopResult, LoopSync, Stmt
+from .schedule import BODY, EPILOGUE, PROLOGUE, Row, Schedule, modulo_schedule
+
+PRODUCER_THREADS = 128
+
+
+# --------------------------------------------------------------------------
+# Small helpers
+# --------------------------------------------------------------------------
+
+
+def _walk(stmts):
+    for s in stmts:
+        yield s
+        if s.loop is not None and s.loop.body:
+            yield from _walk(s.loop.body)
+        else:
+            yield from _walk(s.children)
+
+
+def _shared_names(kernel: Kernel) -> Set[str]:
+    return {a.name for a in kernel.allocs
+            if a.scope.startswith("shared") and "barrier" not in a.scope}
+
+
+def _alloc_names(kernel: Kernel) -> Set[str]:
+    return {a.name for a in kernel.allocs}
+
+
+def _rw(stmt: Stmt, shared: Set[str]) -> Tuple[Set[str], Set[str]]:
+    reads: Set[str] = set()
+    writes: Set[str] = set()
+    for s in _walk([stmt]):
+        reads |= {a.buffer for a in s.reads if a.buffer in shared}
+        writes |= {a.buffer for a in s.writes if a.buffer in shared}
+    return reads, writes
+
+
+def is_async_copy(stmt: Stmt, kernel: Kernel) -> bool:
+    """A copy from global memory (a kernel parameter) into shared memory, possibly under
+    an ``if`` (the guarded copy stays a cp.async)."""
+    if stmt.kind == "if" and stmt.children:
+        return all(is_async_copy(c, kernel) for c in stmt.children)
+    if stmt.kind != "copy":
+        return False
+    shared = _shared_names(kernel)
+    allocs = _alloc_names(kernel)
+    return any(w.buffer in shared for w in stmt.writes) and \
+        any(r.buffer not in allocs for r in stmt.reads)
+
+
+def _is_tma(stmt: Stmt, kernel: Kernel, env) -> bool:
+    if not is_async_copy(stmt, kernel):
+        return False
+    try:
+        from .planning import is_tma_load
+        allocs = {a.name: a for a in kernel.allocs}
+        return any(is_tma_load(x, kernel, env, allocs) for x in _walk([stmt]))
+    except Exception:  # noqa: BLE001
+        return True
+
+
+def _is_ws_loop(lr: Optional[LoopResult]) -> bool:
+    return lr is not None and lr.pipelined and lr.warp_specialized
+
+
+def _find_result(loop, loops: Sequence[LoopResult]) -> Optional[LoopResult]:
+    for lr in loops:
+        if lr.loop is loop:
+            return lr
+    for lr in loops:
+        if lr.loop.span == loop.span:
+            return lr
+    return None
+
+
+def _walk_writes(stmt: Stmt) -> List[str]:
+    return [w.buffer for x in _walk([stmt]) for w in x.writes]
+
+
+def threads(kernel: Kernel, env, warp_specialized: bool) -> Optional[int]:
+    """Threads per block after lowering (a producer warpgroup is added on the WS path)."""
+    t = env.eval_int(kernel.threads) if kernel.threads is not None else 128
+    if t is None:
+        return None
+    return t + PRODUCER_THREADS if warp_specialized else t
+
+
+# --------------------------------------------------------------------------
+# Warp-specialized mbarriers
+# --------------------------------------------------------------------------
+
+
+def ws_barriers(kernel: Kernel, env, loops: Sequence[LoopResult], target: str,
+                warp_specialized: bool) -> Tuple[int, int]:
+    """(mbarrier count, mbarrier wait sites) on the warp-specialized path, else (0, 0)."""
+    if not warp_specialized:
+        return 0, 0
+    count = waits = 0
+    shared = _shared_names(kernel)
+    body = list(kernel.body)
+    for i, top in enumerate(body):
+        cands = [x for x in _walk([top]) if x.loop is not None and x.loop.kind == "pipelined"]
+        lr = None
+        for x in cands:
+            lr = _find_result(x.loop, loops)
+            if _is_ws_loop(lr):
+                s = x
+                break
+        else:
+            continue
+        ns = lr.num_stages or 1
+        stmts = [st.stmt for st in sorted(lr.statements, key=lambda x: x.order or 0)] \
+            or list(s.loop.body)
+        asyncs = [x for x in stmts if is_async_copy(x, kernel)]
+        producers = [x for x in asyncs if _is_tma(x, kernel, env)]
+        other_async = len(asyncs) > len(producers)
+        consumers = [x for x in stmts if not is_async_copy(x, kernel)]
+        positions = []
+        for p in producers:
+            dst = {w for w in _walk_writes(p) if w in shared}
+            first = last = -1
+            for ci, c in enumerate(consumers):
+                r, w = _rw(c, shared)
+                if dst & r and first < 0:
+                    first = ci
+                if dst & (r | w):
+                    last = ci
+            positions.append((first, last))
+        groups = len(producers)
+        if groups > 1 and len(set(positions)) == 1 and not other_async:
+            groups = 1
+        prelude = 0
+        for pre in body[:i]:
+            if _is_tma(pre, kernel, env):
+                dst = set(_walk_writes(pre))
+                if any(dst & _rw(c, shared)[0] for c in consumers):
+                    prelude += 1
+        count += 2 * groups * ns + prelude
+        waits += 2 * groups + prelude
+        break  # the pass specializes the first eligible loop only
+    return count, waits
+
+
+# --------------------------------------------------------------------------
+# The event trace (cp.async path)
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Acc:
+    buffer: str
+    write: bool
+    is_async: bool
+    # version key: None = whole buffer; ("c", v) a concrete version; ("k", o) (k+o) % V
+    vkey: Optional[Tuple[str, int]] = None
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: str  # stmt | sync | commit | wait
+    section: str = ""  # pre | prologue | body | epilogue | post
+    loop_index: int = -1  # which pipelined loop (index into loops), -1 outside
+    row: Optional[Row] = None
+    stmt: Optional[Stmt] = None
+    n: int = 0  # wait_group count
+    note: str = ""
+
+
+class _Layout:
+    """Byte ranges of buffers in the arena, for cross-buffer conflicts."""
+
+    def __init__(self, kernel: Kernel, env, pack, versions: Dict[str, int]) -> None:
+        self.versions = versions
+        self.ranges: Dict[str, Tuple[int, int]] = {}
+        if pack is not None:
+            for b in pack.buffers:
+                if b.offset is not None and b.bytes is not None:
+                    self.ranges[b.name] = (b.offset, b.offset + b.bytes)
+
+    def _range(self, a: Acc) -> Optional[Tuple[int, int]]:
+        r = self.ranges.get(a.buffer)
+        if r is None:
+            return None
+        v = self.versions.get(a.buffer, 1)
+        if a.vkey is not None and a.vkey[0] == "c" and v > 1:
+            size = (r[1] - r[0]) // v
+            return (r[0] + (a.vkey[1] % v) * size, r[0] + (a.vkey[1] % v + 1) * size)
+        return r
+
+    def overlap(self, a: Acc, b: Acc, shift: int = 0) -> bool:
+        if a.buffer == b.buffer:
+            v = self.versions.get(a.buffer, 1)
+            if v <= 1 or a.vkey is None or b.vkey is None:
+                return True
+            if a.vkey[0] == b.vkey[0] == "k":
+                return (a.vkey[1] - b.vkey[1] - shift) % v == 0
+            if a.vkey[0] == b.vkey[0] == "c":
+                return (a.vkey[1] - b.vkey[1]) % v == 0
+            return True
+        ra, rb = self._range(a), self._range(b)
+        if ra is None or rb is None:
+            return False
+        return ra[0] < rb[1] and rb[0] < ra[1]
+
+
+def _conflict(prev: Sequence[Acc], cur: Sequence[Acc], layout: _Layout, shift: int = 0) -> bool:
+    for p in prev:
+        for c in cur:
+            if not p.write and not c.write:
+                continue
+            if p.write and c.write and p.is_async and c.is_async:
+                continue
+            if layout.overlap(p, c, shift):
+                return True
+    return False
+
+
+def _accs(stmt: Stmt, shared: Set[str], is_async: bool, vkey) -> List[Acc]:
+    r, w = _rw(stmt, shared)
+    out = [Acc(b, False, False, vkey) for b in sorted(r)]
+    out += [Acc(b, True, is_async, vkey) for b in sorted(w)]
+    return out
+
+
+def _vkey(row: Row, buffer: str, versions: Dict[str, int], trip: Optional[int] = None):
+    if versions.get(buffer, 1) <= 1:
+        return None
+    if row.section == EPILOGUE and trip is not None:
+        return ("c", trip + row.offset)
+    if row.section == BODY:
+        return ("k", row.offset)
+    if row.section == PROLOGUE:
+        return ("c", row.offset)
+    return None  # epilogue: the trip count is not modelled, whole buffer
+
+
+class _Tracer:
+    def __init__(self, kernel: Kernel, layout: _Layout) -> None:
+        self.kernel = kernel
+        self.shared = _shared_names(kernel)
+        self.layout = layout
+        self.events: List[Event] = []
+        self.pending: List[Acc] = []
+        self.trips: Dict[int, int] = {}  # id(stmt) -> trip count of its pipelined loop
+        self.last_was_sync = False
+
+    # -- primitives --------------------------------------------------------
+    def sync(self, section: str, li: int, note: str = "") -> None:
+        self.events.append(Event("sync", section, li, note=note))
+        self.pending = []
+        self.last_was_sync = True
+
+    def access(self, accs: List[Acc], ev: Event) -> None:
+        if accs and _conflict(self.pending, accs, self.layout):
+            self.sync(ev.section, ev.loop_index)
+        self.events.append(ev)
+        self.pending.extend(accs)
+        if accs:
+            self.last_was_sync = False
+
+    # -- plain statements --------------------------------------------------
+    def plain(self, stmt: Stmt, section: str) -> None:
+        if stmt.loop is not None and stmt.loop.kind != "pipelined" and stmt.kind != "parallel":
+            body = [(c, _accs(c, self.shared, False, None)) for c in stmt.loop.body]
+            if any(a for _, a in body):
+                self._loop_body(body, section, -1, stmt)
+                return
+        self.access(_accs(stmt, self.shared, False, None), Event("stmt", section, -1, stmt=stmt))
+
+    def _loop_body(self, body, section, li, stmt) -> None:
+        start = len(self.events)
+        for c, accs in body:
+            self.access(accs, Event("stmt", section, li, stmt=c))
+        self._close_loop(start, section, li)
+
+    def _close_loop(self, start: int, section: str, li: int) -> None:
+        """Loop-carried hazard: the accesses after the body's last sync (iteration k)
+        against those before its first sync (iteration k+1)."""
+        head = self._head_accs(start)
+        if _conflict(self.pending, head, self.layout, shift=1):
+            self.events.insert(start, Event("sync", section, li, note="loop-carried"))
+
+    def _head_accs(self, start: int) -> List[Acc]:
+        out: List[Acc] = []
+        for ev in self.events[start:]:
+            if ev.kind == "sync":
+                break
+            if ev.kind == "stmt" and ev.stmt is not None:
+                out.extend(self._ev_accs(ev))
+        return out
+
+    def _ev_accs(self, ev: Event) -> List[Acc]:
+        if ev.row is not None:
+            return self.row_accs(ev.row, self._versions())
+        return _accs(ev.stmt, self.shared, False, None)
+
+    def _versions(self) -> Dict[str, int]:
+        return self.layout.versions
+
+    def row_accs(self, row: Row, versions: Dict[str, int]) -> List[Acc]:
+        is_async = is_async_copy(row.stmt, self.kernel)
+        r, w = _rw(row.stmt, self.shared)
+        trip = self.trips.get(id(row.stmt))
+        out = [Acc(b, False, False, _vkey(row, b, versions, trip)) for b in sorted(r)]
+        out += [Acc(b, True, is_async, _vkey(row, b, versions, trip)) for b in sorted(w)]
+        return out
+
+    # -- pipelined loops ---------------------------------------------------
+    def pipelined(self, sched: Schedule, li: int, versions: Dict[str, int]) -> Tuple[int, List[int]]:
+        """Emit prologue/body/epilogue; returns (commits, waits)."""
+        kernel = self.kernel
+        all_rows = sched.rows()
+        if sched.trip_count is not None:
+            for r in all_rows:
+                self.trips[id(r.stmt)] = sched.trip_count
+        region = []
+        for row in all_rows:
+            region.extend(_accs(row.stmt, self.shared, False, None))
+        if self.pending and _conflict(self.pending, region, self.layout):
+            self.sync("pre", li, note="before pipeline")
+        # async groups: (stage, ordinal of the group within a step)
+        group_of: Dict[int, int] = {}  # statement index -> group id (per step layout)
+
+        def groups_in(step_rows: Sequence[Row]) -> Dict[int, int]:
+            gid = {}
+            last_stage = None
+            g = -1
+            prev_async = False
+            for r in step_rows:
+                a = is_async_copy(r.stmt, kernel)
+                if a:
+                    if not (prev_async and r.stage == last_stage):
+                        g += 1
+                    gid[r.index] = g
+                    last_stage = r.stage
+                prev_async = a
+            return gid
+
+        body_groups = groups_in(sched.body)
+        # group identity across steps: the body's grouping (prologue steps are subsets)
+        for idx, g in body_groups.items():
+            group_of[idx] = g
+        writers: Dict[str, int] = {}
+        for r in sched.body:
+            if r.index in group_of:
+                for w in r.stmt.writes:
+                    if w.buffer in self.shared:
+                        writers[w.buffer] = group_of[r.index]
+        committed: List[Tuple[int, int]] = []  # (group, logical iteration)
+        complete: Set[Tuple[int, int]] = set()
+        commits = 0
+        waits: List[int] = []
+
+        trip = sched.max_stage + 3  # enough body iterations to reach the steady state
+
+        def logical(r: Row, k: int) -> int:
+            if r.section == PROLOGUE:
+                return r.offset
+            if r.section == BODY:
+                return k + r.offset
+            return trip + r.offset
+
+        def emit_step(rows: Sequence[Row], k: int, record: bool) -> None:
+            nonlocal commits
+            gids = {r.index: group_of[r.index] for r in rows if r.index in group_of}
+            for pos, r in enumerate(rows):
+                it = logical(r, k)
+                reads, _ = _rw(r.stmt, self.shared)
+                need = None
+                for b in sorted(reads):
+                    g = writers.get(b)
+                    if g is None:
+                        continue
+                    inst = (g, it)
+                    if inst in complete or inst not in committed:
+                        continue
+                    n = len(committed) - committed.index(inst) - 1
+                    need = n if need is None else min(need, n)
+                if need is not None:
+                    for inst in committed[:len(committed) - need]:
+                        complete.add(inst)
+                    if record:
+                        waits.append(need)
+                        self.events.append(Event("wait", r.section, li, n=need))
+                        self.sync(r.section, li, note="after wait")
+                accs = self.row_accs(r, versions)
+                if record:
+                    self.access(accs, Event("stmt", r.section, li, row=r, stmt=r.stmt))
+                if r.index in gids:
+                    nxt = rows[pos + 1] if pos + 1 < len(rows) else None
+                    if nxt is None or gids.get(nxt.index) != gids[r.index]:
+                        committed.append((gids[r.index], it))
+                        if record:
+                            commits += 1
+                            self.events.append(Event("commit", r.section, li))
+
+        for step in sched.prologue:
+            emit_step(step, 0, True)
+        # warm-up body iterations (not recorded) then one recorded steady-state iteration
+        saved_events, saved_pending = list(self.events), list(self.pending)
+        for k in range(0, 2):
+            emit_step(sched.body, k, False)
+        self.events, self.pending = saved_events, saved_pending
+        start = len(self.events)
+        emit_step(sched.body, 2, True)
+        self._close_loop(start, BODY, li)
+        for step in sched.epilogue:
+            emit_step(step, 0, True)
+        return commits, waits
+
+
+def _trip(lr: LoopResult, env) -> Optional[int]:
+    if env is None:
+        return None
+    try:
+        stop = env.eval_int(lr.loop.stop)
+        start = env.eval_int(lr.loop.start) if lr.loop.start is not None else 0
+    except Exception:  # noqa: BLE001
+        return None
+    if stop is None or start is None:
+        return None
+    return stop - start
+
+
+def _layout_for(kernel: Kernel, env, loops, target, warp_specialized, pack) -> _Layout:
+    versions: Dict[str, int] = {}
+    for lr in loops:
+        for v in lr.versions:
+            versions[v.buffer] = max(versions.get(v.buffer, 1), v.versions)
+    if pack is None:
+        try:
+            from .packing import pack_kernel
+            pack = pack_kernel(kernel, env, loops, target, warp_specialized)
+        except Exception:  # noqa: BLE001
+            pack = None
+    return _Layout(kernel, env, pack, versions)
+
+
+def trace(kernel: Kernel, env, loops: Sequence[LoopResult], target: str,
+          warp_specialized: bool = False, pack=None) -> Tuple[List[Event], List[LoopSync]]:
+    """The emitted statements and sync calls of the whole kernel (cp.async path) and a
+    LoopSync per entry of ``loops``."""
+    layout = _layout_for(kernel, env, loops, target, warp_specialized, pack)
+    tr = _Tracer(kernel, layout)
+    per_loop: Dict[int, LoopSync] = {}
+    loops = list(loops)
+
+    def visit(s: Stmt) -> None:
+        lr = _find_result(s.loop, loops) if (s.loop is not None and s.loop.kind == "pipelined") \
+            else None
+        li = loops.index(lr) if lr is not None else -1
+        sched = modulo_schedule(lr, _trip(lr, env)) if lr is not None and lr.pipelined and \
+            not lr.warp_specialized else None
+        if sched is not None:
+            n0 = len(tr.events)
+            commits, waits = tr.pipelined(sched, li, layout.versions)
+            in_loop = sum(1 for e in tr.events[n0:] if e.kind == "sync" and e.section == BODY)
+            per_loop[li] = LoopSync(syncthreads=in_loop, cp_async_commit=commits,
+                                    cp_async_wait=tuple(waits))
+            return
+        if s.loop is not None and s.kind != "parallel" and s.loop.kind not in ("parallel", "vectorized") \
+                and any(_rw(c, tr.shared)[0] | _rw(c, tr.shared)[1] for c in s.loop.body):
+            start = len(tr.events)
+            for c in s.loop.body:
+                visit(c)
+            tr._close_loop(start, "pre", li)
+            if li >= 0:
+                per_loop[li] = LoopSync(syncthreads=sum(
+                    1 for e in tr.events[start:] if e.kind == "sync"))
+            return
+        tr.access(_accs(s, tr.shared, False, None), Event("stmt", "pre", -1, stmt=s))
+
+    for s in kernel.body:
+        visit(s)
+    out = [per_loop.get(i, LoopSync()) for i in range(len(loops))]
+    return tr.events, out
+
+
+def kernel_sync(kernel: Kernel, env, loops: Sequence[LoopResult], target: str,
+                warp_specialized: bool, pack=None) -> Tuple[KernelSync, Tuple[LoopSync, ...]]:
+    """Kernel-wide and per-loop sync counts.  Never raises."""
+    try:
+        return _kernel_sync(kernel, env, loops, target, warp_specialized, pack)
+    except Exception:  # noqa: BLE001
+        return KernelSync(), tuple(LoopSync() for _ in loops)
+
+
+def _kernel_sync(kernel, env, loops, target, warp_specialized, pack):
+    t = targets_mod.get(target)
+    if t is None or t.kind != "cuda":
+        return KernelSync(), tuple(LoopSync() for _ in loops)
+    if warp_specialized:
+        count, waits = ws_barriers(kernel, env, loops, target, True)
+        shared = _shared_names(kernel)
+        extra = 0
+        for s in kernel.body:
+            if s.loop is not None and s.loop.kind == "pipelined":
+                break
+            if _rw(s, shared)[1]:
+                extra = 1
+            if s.loop is not None and any(x.loop is not None and x.loop.kind == "pipelined"
+                                          for x in _walk(s.loop.body)):
+                extra = 1
+        for s in kernel.body:
+            if s.loop is not None and s.loop.kind != "pipelined" and any(
+                    x.loop is not None and x.loop.kind == "pipelined" for x in _walk(s.loop.body)):
+                extra = 1
+        lsyncs = []
+        given = False
+        for lr in loops:
+            if _is_ws_loop(lr) and not given:
+                lsyncs.append(LoopSync(mbarrier_wait=waits))
+                given = True
+            else:
+                lsyncs.append(LoopSync())
+        return KernelSync(syncthreads=1 + extra, mbarriers=count), tuple(lsyncs)
+    events, lsyncs = trace(kernel, env, loops, target, False, pack)
+    ks = KernelSync(
+        syncthreads=sum(1 for e in events if e.kind == "sync"),
+        cp_async_commit=sum(1 for e in events if e.kind == "commit"),
+        cp_async_wait=tuple(e.n for e in events if e.kind == "wait"),
+    )
+    return ks, tuple(lsyncs)
+
+
+# --------------------------------------------------------------------------
+# Preview of the emitted CUDA
+# --------------------------------------------------------------------------
+
+
+def _placeholder(row: Row, versions: Dict[str, int], var: str) -> str:
+    s = row.stmt
+    it = row.iteration_text(var)
+
+    def ref(b: str) -> str:
+        v = versions.get(b, 1)
+        if v <= 1:
+            return b
+        if row.section == BODY:
+            return f"{b}[({it}) % {v}]"
+        if row.section == PROLOGUE:
+            return f"{b}[{row.offset % v}]"
+        return f"{b}[({it}) % {v}]"
+
+    reads = [ref(a.buffer) for a in s.reads]
+    writes = [ref(a.buffer) for a in s.writes]
+    name = s.op.replace("T.", "") if s.op else s.kind
+    if s.kind in ("copy", "gemm"):
+        args = ", ".join(reads + [w for w in writes if w not in reads])
+        return f"{name}({args});  // iteration {it}, stage {row.stage}"
+    label = s.label or s.kind
+    return f"/* {label} */  // iteration {it}, stage {row.stage}"
+
+
+def render_preview(kernel: Kernel, loop_result: LoopResult, schedule: Optional[Schedule] = None,
+                   sync=None, target: str = "sm_80", env=None) -> str:
+    """A short CUDA skeleton of the pipelined loop with every sync call where the
+    compiler puts it.  ``sync`` is accepted for symmetry and ignored (the placement is
+    recomputed).  Returns "" when the loop is not pipelined."""
+    try:
+        return _render(kernel, loop_result, schedule, target, env)
+    except Exception:  # noqa: BLE001
+        return ""
+
+
+def _render(kernel, lr, schedule, target, env) -> str:
+    var = lr.loop.var
+    versions = {v.buffer: v.versions for v in lr.versions}
+    lines: List[str] = []
+    if lr.pipelined and lr.warp_specialized:
+        ns = lr.num_stages or 1
+        body = [st for st in sorted(lr.statements, key=lambda x: x.order or 0)]
+        prod = [st.stmt for st in body if is_async_copy(st.stmt, kernel)]
+        cons = [st.stmt for st in body if not is_async_copy(st.stmt, kernel)]
+        lines.append("__syncthreads();  // mbarrier init")
+        lines.append(f"if (threadIdx.x < 128) {{  // producer warpgroup")
+        lines.append(f"  for (int {var} = 0; {var} < n; ++{var}) {{")
+        lines.append(f"    mbarrier[{var} % {ns} + {ns}].wait((({var} / {ns}) & 1) ^ 1);  // slot free")
+        for p in prod:
+            lines.append(f"    tma_{p.op.replace('T.', '')}(... -> {p.writes[0].buffer}[{var} % {ns}]);"
+                         f"  // arrive_and_expect_tx(mbarrier[{var} % {ns}])")
+        lines.append("  }")
+        lines.append("} else {  // consumer warpgroup(s)")
+        lines.append(f"  for (int {var} = 0; {var} < n; ++{var}) {{")
+        lines.append(f"    mbarrier[{var} % {ns}].wait(({var} / {ns}) & 1);  // data ready")
+        for c in cons:
+            lines.append(f"    /* {c.label or c.kind} */")
+        lines.append(f"    mbarrier[{var} % {ns} + {ns}].arrive();  // release slot")
+        lines.append("  }")
+        lines.append("}")
+        return "\n".join(lines) + "\n"
+    sched = schedule or modulo_schedule(lr)
+    if sched is None:
+        return ""
+    layout = _Layout(kernel, env, None, versions)
+    tr = _Tracer(kernel, layout)
+    tr.pipelined(sched, 0, versions)
+    depth = sched.max_stage
+    cur = None
+    indent = ""
+    for ev in tr.events:
+        sec = ev.section if ev.section in (PROLOGUE, BODY, EPILOGUE) else "pre"
+        if sec != cur:
+            if cur == BODY:
+                lines.append("}")
+            if sec == PROLOGUE:
+                lines.append(f"// prologue ({depth} step(s))")
+            elif sec == BODY:
+                lines.append(f"for (int {var} = 0; {var} < n - {depth}; ++{var}) {{  // steady state")
+            elif sec == EPILOGUE:
+                lines.append(f"// epilogue ({depth} step(s))")
+            cur = sec
+            indent = "  " if sec == BODY else ""
+        if ev.kind == "sync":
+            lines.append(indent + "__syncthreads();")
+        elif ev.kind == "commit":
+            lines.append(indent + "cp_async_commit();")
+        elif ev.kind == "wait":
+            lines.append(indent + f"cp_async_wait<{ev.n}>();")
+        elif ev.row is not None:
+            lines.append(indent + _placeholder(ev.row, versions, var))
+    if cur == BODY:
+        lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def sync_calls(text: str) -> List[str]:
+    """The sequence of sync calls in CUDA text (the compiler's or a preview):
+    ``syncthreads``, ``commit``, ``wait<N>``, ``mbarrier_wait``."""
+    import re
+    out = []
+    for m in re.finditer(r"__syncthreads\(\)|cp_async_commit\(\)|cp_async_wait<\s*(\d+)\s*>\(\)"
+                         r"|\]\.wait\(|mbarrier_wait(?:_parity)?\(", text):
+        g = m.group(0)
+        if g.startswith("__sync"):
+            out.append("syncthreads")
+        elif "commit" in g:
+            out.append("commit")
+        elif "cp_async_wait" in g:
+            out.append(f"wait<{m.group(1)}>")
+        else:
+            out.append("mbarrier_wait")
+    return out
