@@ -1,0 +1,1039 @@
+"""Ascend synchronisation: InsertSync + RewriteFlagToBuf, re-run in pure Python.
+
+What tilelang 0.1.15 does on Ascend (``src/ascend/transform/insert_sync.cc``,
+``rewrite_flag_to_buf.cc``), and what this module mirrors:
+
+* Every tile operation runs on one hardware pipe of one core: GM->L1/UB copies
+  on MTE2, UB->GM/L1 on MTE3, L1->L0A/L0B on MTE1, L0C->UB/GM on FIX, the cube
+  GEMM on M, SimtVF/SimdVF/reduce work on V, scalar work on S; L1/L0 work on
+  the cube core (AIC), UB work on the vector core (AIV).
+* Two operations that touch the same buffer (read/write, write/read,
+  write/write) form a dependency with an iteration distance: 0 inside one
+  iteration, the buffer's version count for a multi-buffered buffer whose
+  reuse wraps around the loop, 1 otherwise.
+* A dependency between different pipes of one core is a flag pair
+  (``set_flag``/``wait_flag`` of hard event ``PROD_CONS``, with the renames
+  MTE2_M->MTE2_MTE1, M_MTE2->MTE1_MTE2, MTE3_M->MTE3_MTE1, M_MTE3->MTE1_MTE3);
+  across cores a cross-core flag (16 slots, the cube side also addresses
+  slot + 16 for the second vector core); on one pipe a ``pipe_barrier`` for
+  MTE1/MTE2/MTE3/FIX and nothing for S/V/M, whose issue order is implicit.
+* Dependencies already implied by a chain of emitted synchronisations and
+  same-pipe issue order are pruned (processed tightest first).
+* Each remaining flag takes ``num_versions`` consecutive ids of its hard
+  event; ``event_id = iteration % num_versions + base``.  Loop-carried flags
+  are primed at kernel entry and drained at kernel exit.
+* RewriteFlagToBuf: per hard event the id ranges form blocks; if they total
+  more than 8 a 0/1 knapsack (capacity 8) keeps whole blocks, the others
+  become ``asc_lock``/``asc_unlock`` on the 32-id mutex pool (ids 0-1 are held
+  by ``gemm_l1``); more than 32 spilled ids is a compiler error.
+
+The task order inside a loop is the auto-scheduler's (a Z3 model); it is
+predicted here by dependency levels (all loads, then compute, then stores),
+vector tasks of one level in reverse source order.  That is what the
+scheduler produced for the GEMM, mixed cube->vector and two-stream vector
+kernels of the parity suite; with three or more independent vector streams,
+or two GEMMs in one loop, it interleaves differently and the counts here can
+be off (see tests/test_ascend_parity.py).  Buffer versions are
+only facts when ``T.annotate_buffer_versions`` fixes them; otherwise the
+scheduler picks them (at most ``num_stages``) and the result says so.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+
+from .model import (
+    AscendResult, Call, Const, Diagnostic, DictExpr, Expr, Kernel, Loop, Name,
+    Related, Span, Stmt, TupleExpr,
+)
+
+INTRA_CORE_FLAGS = 8
+CROSS_CORE_FLAGS = 16
+MUTEX_POOL = 32
+GEMM_L1_MUTEX_IDS = 2
+NUM_AIV_SUBCORES = 2
+AIC, AIV = "AIC", "AIV"
+
+_ALLOC_MEMORY = {
+    "alloc_l1": "L1", "alloc_L1": "L1",
+    "alloc_l0a": "L0A", "alloc_L0A": "L0A",
+    "alloc_l0b": "L0B", "alloc_L0B": "L0B",
+    "alloc_l0c": "L0C", "alloc_L0C": "L0C",
+    "alloc_shared": "UB", "alloc_ub": "UB", "alloc_UB": "UB",
+    "alloc_fragment": "REG", "alloc_local": "REG", "alloc_var": "REG",
+    "alloc_reducer": "REG", "alloc_barrier": "REG",
+}
+_SCOPE_MEMORY = {
+    "shared.l1": "L1", "shared.l0a": "L0A", "shared.l0b": "L0B", "shared.l0c": "L0C",
+    "shared.dyn": "UB", "shared": "UB", "local": "REG", "local.var": "REG",
+    "local.fragment": "REG",
+}
+_RENAMES = {"MTE2_M": "MTE2_MTE1", "M_MTE2": "MTE1_MTE2", "MTE3_M": "MTE3_MTE1",
+            "M_MTE3": "MTE1_MTE3"}
+_IMPLICIT_ORDER = ("S", "V", "M")
+
+
+def hard_event(producer: str, consumer: str) -> str:
+    ev = f"{producer}_{consumer}"
+    return _RENAMES.get(ev, ev)
+
+
+# --------------------------------------------------------------------------
+# Tasks
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class Task:
+    index: int  # position in the predicted schedule (global)
+    pipe: str
+    core: str
+    stmt: Stmt
+    region: str  # pre | loop | post
+    reads: Dict[str, Tuple[str, ...]] = field(default_factory=dict)  # buffer -> index keys
+    writes: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
+    gemm_l1: bool = False
+
+
+@dataclass
+class SyncPoint:
+    src: Tuple[int, bool]  # (task index, at_beginning)
+    dst: Tuple[int, bool]
+    distance: int
+    num_versions: int
+    level: str  # loop | root
+    buffer: str
+    kind: str  # RAW | WAR | WAW
+    base: int = 0
+    allocation: int = -1
+
+
+@dataclass
+class Allocation:
+    points: List[int]
+    num_versions: int
+    cross_iter: bool
+    base: int
+    domain: str
+
+
+@dataclass(frozen=True)
+class SyncCall:
+    """One emitted synchronisation call, in program order."""
+
+    name: str  # notify | wait | barrier | intra_arrive | intra_wait | lock
+    core: str
+    pipes: Tuple[str, ...]
+    base: int  # id offset (mutex id for lock)
+    versions: int  # 1 = constant id
+    where: str  # prefix | pre | loop | post | suffix
+    guard: str = ""  # "first" / "last" for loop-boundary syncs
+    blocking: bool = True  # lock: BLOCK (wait side) or NON_BLOCK (set side)
+
+    def ids(self, extent: int) -> Tuple[int, ...]:
+        if self.where != "loop" or self.versions <= 1:
+            return (self.base,)
+        return tuple(sorted({k % self.versions + self.base for k in range(max(extent, 1))}))
+
+
+@dataclass
+class AscendPlan:
+    result: AscendResult
+    tasks: List[Task]
+    points: List[SyncPoint]
+    allocations: List[Allocation]
+    calls: List[SyncCall]
+    loop: Optional[Loop]
+    loop_var: str
+    extent: int
+    events: Dict[str, Tuple[int, bool]]  # hard event -> (slots, spilled)
+    spilled_blocks: List[Tuple[str, int, int, int]]  # event, lo, hi, mutex base
+    mutex_used: int
+    cross_core_failed: bool
+    version_range: Tuple[Tuple[str, int, int], ...] = ()
+
+
+# --------------------------------------------------------------------------
+# Memory and pipe classification
+# --------------------------------------------------------------------------
+
+
+def buffer_memory(kernel: Kernel) -> Dict[str, str]:
+    out: Dict[str, str] = {}
+    for a in kernel.allocs:
+        mem = _ALLOC_MEMORY.get(a.func)
+        if a.scope in ("shared.l1", "shared.l0a", "shared.l0b", "shared.l0c"):
+            mem = _SCOPE_MEMORY[a.scope]
+        out[a.name] = mem or _SCOPE_MEMORY.get(a.scope, "UB")
+    return out
+
+
+def _mem(name: str, memory: Dict[str, str]) -> str:
+    return memory.get(name, "GM")
+
+
+def _core_of_memory(mem: str) -> Optional[str]:
+    if mem in ("L1", "L0A", "L0B", "L0C"):
+        return AIC
+    if mem == "UB":
+        return AIV
+    return None
+
+
+def classify(stmt: Stmt, memory: Dict[str, str]) -> Optional[Tuple[str, str, bool]]:
+    """(pipe, core, is_gemm_l1) of a statement, None if it runs nowhere."""
+    kind = stmt.kind
+    if kind in ("bind", "annotation", "alloc", "other"):
+        return None
+    if kind == "copy":
+        src = _mem(stmt.reads[0].buffer, memory) if stmt.reads else "GM"
+        dst = _mem(stmt.writes[0].buffer, memory) if stmt.writes else "GM"
+        if src == "GM" and dst in ("UB", "L1"):
+            return ("MTE2", AIC if dst == "L1" else AIV, False)
+        if src == "UB" and dst in ("GM", "L1"):
+            return ("MTE3", AIV, False)
+        if src == "L1" and dst in ("L0A", "L0B"):
+            return ("MTE1", AIC, False)
+        if src == "L0C" and dst in ("UB", "GM"):
+            return ("FIX", AIC, False)
+        return ("V", AIV, False)
+    if kind == "gemm":
+        a = _mem(stmt.reads[0].buffer, memory) if stmt.reads else "L1"
+        return ("M", AIC, a == "L1")
+    if kind == "fill":
+        dst = _mem(stmt.writes[0].buffer, memory) if stmt.writes else "UB"
+        if dst == "L1":
+            return ("MTE2", AIC, False)
+        return ("S", _core_of_memory(dst) or AIV, False)
+    if kind in ("reduce", "parallel", "atomic"):
+        return ("V", AIV, False)
+    if kind in ("store",):
+        mems = [_mem(a.buffer, memory) for a in stmt.writes + stmt.reads]
+        cores = [c for c in (_core_of_memory(m) for m in mems) if c]
+        return ("S", cores[0] if cores else AIV, False)
+    if kind in ("serial", "loop", "macro", "if"):
+        # A compound statement: the pipe of its work (a VF region is V).
+        pipes = [classify(c, memory) for c in stmt.children]
+        pipes = [p for p in pipes if p is not None]
+        if not pipes:
+            return None
+        if all(p[0] == "V" for p in pipes):
+            return ("V", AIV, False)
+        return pipes[0]
+    if kind == "call":
+        return None
+    return None
+
+
+def _index_key(acc) -> Tuple[str, ...]:
+    from .values import expr_text
+    if acc.indices is None:
+        return ()
+    return tuple(expr_text(i) if not hasattr(i, "lower") else
+                 f"{expr_text(i.lower) if i.lower else ''}:{expr_text(i.upper) if i.upper else ''}"
+                 for i in acc.indices)
+
+
+def _make_task(stmt: Stmt, memory: Dict[str, str], region: str) -> Optional[Task]:
+    c = classify(stmt, memory)
+    if c is None:
+        return None
+    pipe, core, gl1 = c
+    t = Task(index=-1, pipe=pipe, core=core, stmt=stmt, region=region, gemm_l1=gl1)
+    for a in stmt.reads:
+        if _mem(a.buffer, memory) != "REG":
+            t.reads.setdefault(a.buffer, _index_key(a))
+    for a in stmt.writes:
+        if _mem(a.buffer, memory) != "REG":
+            t.writes.setdefault(a.buffer, _index_key(a))
+    return t
+
+
+# --------------------------------------------------------------------------
+# Versions
+# --------------------------------------------------------------------------
+
+_LABEL_ITEM = re.compile(r"(\w+)\s*:\s*\(?\s*(\d+)")
+
+
+def annotated_versions(kernel: Kernel, env) -> Dict[str, int]:
+    """Buffer -> version count from ``T.annotate_buffer_versions``."""
+    out: Dict[str, int] = {}
+    for key, value in kernel.attrs:
+        if key != "buffer_versions" or not isinstance(value, DictExpr):
+            continue
+        for name, v in value.items:
+            if isinstance(v, TupleExpr) and v.items:
+                v = v.items[0]
+            n = env.eval_int(v) if env is not None else None
+            if n is not None:
+                out[name] = n
+    if not out:
+        # The frontend keeps only string keys of a dict literal; recover
+        # buffer-name keys from the statement's source text.
+        for st in _walk(kernel.body):
+            if st.kind == "annotation" and st.op == "T.annotate_buffer_versions":
+                for name, num in _LABEL_ITEM.findall(st.label):
+                    out[name] = int(num)
+    return out
+
+
+def _walk(stmts: Sequence[Stmt]) -> Iterable[Stmt]:
+    for s in stmts:
+        yield s
+        yield from _walk(s.children)
+
+
+# --------------------------------------------------------------------------
+# Dependency closure (distances, strictness)
+# --------------------------------------------------------------------------
+
+
+class Closure:
+    def __init__(self) -> None:
+        self.present: Set[Tuple] = set()
+        self.out: Dict[Tuple, List[Tuple]] = {}
+        self.inc: Dict[Tuple, List[Tuple]] = {}
+
+    def contains(self, e: Tuple) -> bool:
+        return e in self.present
+
+    def has_edge(self, s, d, dist) -> bool:
+        return (s, d, dist, False) in self.present or (s, d, dist, True) in self.present
+
+    def min_distance(self, s, d) -> Optional[int]:
+        best = None
+        for e in self.out.get(s, ()):
+            if e[1] == d and (best is None or e[2] < best):
+                best = e[2]
+        return best
+
+    def _insert(self, e: Tuple) -> None:
+        if e in self.present:
+            return
+        self.present.add(e)
+        self.out.setdefault(e[0], []).append(e)
+        self.inc.setdefault(e[1], []).append(e)
+
+    def saturate(self, start: Tuple, max_distance: int) -> None:
+        if start[2] > max_distance:
+            return
+        work = [start]
+        pending = {start}
+        while work:
+            e = work.pop()
+            pending.discard(e)
+            if e in self.present:
+                continue
+            s, d, dist, strict = e
+            new = []
+            for o in list(self.out.get(d, ())):
+                if dist + o[2] <= max_distance:
+                    new.append((s, o[1], dist + o[2], strict or o[3]))
+            for o in list(self.inc.get(s, ())):
+                if o[2] + dist <= max_distance:
+                    new.append((o[0], d, o[2] + dist, strict or o[3]))
+            self._insert(e)
+            for n in new:
+                if n not in self.present and n not in pending:
+                    pending.add(n)
+                    work.append(n)
+
+    def edges(self) -> List[Tuple]:
+        return list(self.present)
+
+
+# --------------------------------------------------------------------------
+# Analysis
+# --------------------------------------------------------------------------
+
+
+def _pipelined_loop(kernel: Kernel, loops: Sequence[Loop]) -> Tuple[Optional[Loop], List[Stmt], List[Stmt], Optional[Stmt]]:
+    """The first pipelined loop at any depth, with the statements before and
+    after it at the kernel's top level (enclosing loops are flattened)."""
+    target = loops[0] if loops else None
+
+    def find(stmts: Sequence[Stmt], path: List[Stmt]) -> Optional[List[Stmt]]:
+        for s in stmts:
+            if s.loop is not None and (target is None and s.loop.kind == "pipelined"
+                                       or target is not None and s.loop.span == target.span):
+                return path + [s]
+            r = find(s.children, path + [s])
+            if r:
+                return r
+        return None
+
+    path = find(kernel.body, [])
+    if not path:
+        return None, list(kernel.body), [], None
+    loop_stmt = path[-1]
+    container = kernel.body if len(path) == 1 else path[-2].children
+    i = list(container).index(loop_stmt)
+    return loop_stmt.loop, list(container[:i]), list(container[i + 1:]), loop_stmt
+
+
+def _loop_tainted(loop: Loop) -> Set[str]:
+    """Names whose value changes with the loop variable (loop var + binds)."""
+    names = {loop.var}
+    changed = True
+    while changed:
+        changed = False
+        for st in _walk(loop.body):
+            if st.kind == "bind" and st.target and st.target not in names:
+                if _mentions(st.value, names) or any(_mentions_text(st.label, names)
+                                                     for _ in [0]):
+                    names.add(st.target)
+                    changed = True
+    return names
+
+
+def _mentions(e: Optional[Expr], names: Set[str]) -> bool:
+    if e is None:
+        return False
+    if isinstance(e, Name):
+        return e.id in names
+    for v in getattr(e, "__dict__", {}).values():
+        if isinstance(v, tuple):
+            for x in v:
+                if isinstance(x, tuple):
+                    if any(_mentions(y, names) for y in x if not isinstance(y, str)):
+                        return True
+                elif not isinstance(x, str) and _mentions(x, names):
+                    return True
+        elif v is not None and not isinstance(v, (str, int, float, bool)) and _mentions(v, names):
+            return True
+    return False
+
+
+def _mentions_text(text: str, names: Set[str]) -> bool:
+    rhs = text.split("=", 1)[1] if "=" in text else text
+    return any(re.search(rf"\b{re.escape(n)}\b", rhs) for n in names)
+
+
+def _conflict(a: Task, b: Task, memory: Dict[str, str], cross: bool,
+              tainted: Set[str]) -> List[Tuple[str, str]]:
+    """(buffer, kind) conflicts of a then b."""
+    out = []
+    bufs = set(a.reads) | set(a.writes)
+    for buf in sorted(bufs):
+        aw, ar = buf in a.writes, buf in a.reads
+        bw, br = buf in b.writes, buf in b.reads
+        if aw and bw:
+            kind = "WAW"
+        elif aw and br:
+            kind = "RAW"
+        elif ar and bw:
+            kind = "WAR"
+        else:
+            continue
+        if _mem(buf, memory) == "GM":
+            ka = a.writes.get(buf, a.reads.get(buf, ()))
+            kb = b.writes.get(buf, b.reads.get(buf, ()))
+            if ka and kb and ka != kb:
+                continue
+            if cross and any(re.search(rf"\b{re.escape(n)}\b", " ".join(ka + kb))
+                             for n in tainted):
+                continue
+        out.append((buf, kind))
+    return out
+
+
+def _levels(tasks: List[Task], memory: Dict[str, str], tainted: Set[str]) -> List[Task]:
+    """Predicted scheduled order: stable sort by dependency level."""
+    level: Dict[int, int] = {}
+    for j, t in enumerate(tasks):
+        lv = 0
+        for i in range(j):
+            if _conflict(tasks[i], t, memory, False, tainted):
+                lv = max(lv, level[i] + 1)
+        level[j] = lv
+    order = sorted(range(len(tasks)),
+                   key=lambda j: (level[j], -j if tasks[j].pipe == "V" else j))
+    return [tasks[j] for j in order]
+
+
+def analyze_ascend(kernel: Kernel, env, loops: Sequence[Loop] = ()
+                   ) -> Tuple[AscendResult, List[Diagnostic]]:
+    """Ascend sync analysis of ``kernel`` (its first pipelined loop)."""
+    try:
+        plan = plan_ascend(kernel, env, loops)
+    except Exception:  # never take the editor down
+        return AscendResult(), []
+    if plan is None:
+        return AscendResult(), []
+    return plan.result, ascend_diagnostics(kernel, plan)
+
+
+def plan_ascend(kernel: Kernel, env, loops: Sequence[Loop] = ()) -> Optional[AscendPlan]:
+    memory = buffer_memory(kernel)
+    loop, pre_stmts, post_stmts, _ = _pipelined_loop(kernel, loops)
+    if loop is None:
+        return None
+    start = env.eval_int(loop.start) if loop.start is not None else 0
+    stop = env.eval_int(loop.stop)
+    extent = (stop - (start or 0)) if stop is not None else 1 << 20
+    num_stages = env.eval_int(loop.num_stages) if loop.num_stages is not None else None
+    tainted = _loop_tainted(loop)
+
+    def tasks_of(stmts, region):
+        out = []
+        for s in stmts:
+            t = _make_task(s, memory, region)
+            if t is not None:
+                out.append(t)
+        return out
+
+    pre = tasks_of(pre_stmts, "pre")
+    body = _levels(tasks_of(loop.body, "loop"), memory, tainted)
+    post = tasks_of(post_stmts, "post")
+    tasks = pre + body + post
+    for i, t in enumerate(tasks):
+        t.index = i
+
+    # -- versions -----------------------------------------------------------
+    annotated = annotated_versions(kernel, env)
+    loop_bufs = []
+    for t in body:
+        for b in list(t.writes) + list(t.reads):
+            if _mem(b, memory) not in ("GM", "REG") and b not in loop_bufs:
+                loop_bufs.append(b)
+    # A buffer is multi-buffer eligible when the loop writes it before any
+    # read in the same iteration (it is fully redefined each iteration).
+    eligible = []
+    for b in loop_bufs:
+        first = next((t for t in body if b in t.writes or b in t.reads), None)
+        if first is not None and b in first.writes and b not in first.reads:
+            eligible.append(b)
+    versions: Dict[str, int] = {}
+    exact = True
+    ranges: List[Tuple[str, int, int]] = []
+    for b in loop_bufs:
+        if b in annotated:
+            versions[b] = annotated[b]
+        elif b in eligible:
+            exact = False
+            hi = max(1, num_stages or 1)
+            ranges.append((b, 1, hi))
+            versions[b] = hi
+        else:
+            versions[b] = 1
+    # -- loop level ---------------------------------------------------------
+    points: List[SyncPoint] = []
+    loop_points = _collect(body, memory, tainted, versions, "loop")
+    max_distance = max([1] + [p.distance for p in loop_points])
+    loop_closure = Closure()
+    _same_pipe_edges(loop_closure, body, max_distance)
+    emitted = _optimise(loop_points, loop_closure, max_distance)
+    _optimise_versions(emitted, loop_closure, extent)
+    points.extend(emitted)
+    # -- root level ---------------------------------------------------------
+    root_points = _collect_root(pre, body, post, memory, tainted)
+    root_closure = Closure()
+    for e in loop_closure.edges():
+        if e[2] == 0:
+            root_closure.saturate(e, 0)
+    _same_pipe_edges(root_closure, tasks, 0, loop_region_first=True)
+    points.extend(_optimise(root_points, root_closure, 0))
+
+    # -- flag allocation ----------------------------------------------------
+    allocations, cross_failed = _allocate(points, tasks)
+    calls = _materialize(points, allocations, tasks)
+    gemm_l1 = any(t.gemm_l1 for t in tasks)
+    calls, events, spilled, mutex_used = _rewrite_flag_to_buf(calls, extent, gemm_l1)
+    barriers = tuple(sorted({c.pipes[0] for c in calls if c.name == "barrier"}))
+    cross = set()
+    for a in allocations:
+        if a.domain == "Cube-Vector":
+            cross.update(range(a.base, a.base + a.num_versions))
+    alloc_order = [a.name for a in kernel.allocs]
+    loop_bufs.sort(key=lambda b: alloc_order.index(b) if b in alloc_order else len(alloc_order))
+    ranges.sort(key=lambda r: alloc_order.index(r[0]) if r[0] in alloc_order else len(alloc_order))
+    result = AscendResult(
+        versions=tuple((b, versions[b]) for b in loop_bufs),
+        versions_exact=exact,
+        hard_events=tuple((ev, n, sp) for ev, (n, sp) in events.items()),
+        pipe_barriers=barriers,
+        cross_core_slots=len(cross),
+        mutex_ids=mutex_used,
+    )
+    return AscendPlan(result, tasks, points, allocations, calls, loop, loop.var, extent,
+                      events, spilled, mutex_used, cross_failed, tuple(ranges))
+
+
+def _collect(body: List[Task], memory, tainted, versions, level) -> List[SyncPoint]:
+    out = []
+    n = len(body)
+    for i in range(n):
+        for j in range(n):
+            a, b = body[i], body[j]
+            same = i < j
+            for buf, kind in _conflict(a, b, memory, not same, tainted):
+                v = versions.get(buf, 1)
+                if same:
+                    dist = 0
+                else:
+                    if kind == "RAW" and v > 1:
+                        continue
+                    dist = v if kind in ("WAR", "WAW") and v > 1 else 1
+                out.append(SyncPoint((a.index, False), (b.index, True), dist, v, level,
+                                     buf, kind))
+    return out
+
+
+def _collect_root(pre, body, post, memory, tainted) -> List[SyncPoint]:
+    out = []
+    seq = pre + body + post
+    for i, a in enumerate(seq):
+        for b in seq[i + 1:]:
+            if a.region == "loop" and b.region == "loop":
+                continue
+            for buf, kind in _conflict(a, b, memory, False, set()):
+                out.append(SyncPoint((a.index, False), (b.index, True), 0, 1, "root", buf, kind))
+    return out
+
+
+def _site_key(t: Task) -> Tuple[str, str]:
+    return (t.core, t.pipe)
+
+
+def _same_pipe_edges(closure: Closure, tasks: List[Task], max_distance: int,
+                     loop_region_first: bool = False) -> None:
+    groups: Dict[Tuple[str, str], List[Tuple[int, bool]]] = {}
+    for t in tasks:
+        for at_begin in (True, False):
+            groups.setdefault(_site_key(t), []).append((t.index, at_begin))
+
+    def order(site):
+        return (site[0], 0 if site[1] else 1)
+
+    for sites in groups.values():
+        for lhs in sites:
+            for rhs in sites:
+                if lhs == rhs:
+                    continue
+                lo = 0 if order(lhs) < order(rhs) else 1
+                for d in range(lo, max_distance + 1):
+                    closure.saturate((lhs, rhs, d, False), max_distance)
+
+
+def _edge_sort_key(p: SyncPoint):
+    src = (p.src[0], 0 if p.src[1] else 1)
+    dst = (p.dst[0], 0 if p.dst[1] else 1)
+    return (p.distance, tuple(-x for x in src), dst)
+
+
+def _optimise(points: List[SyncPoint], closure: Closure, max_distance: int) -> List[SyncPoint]:
+    out = []
+    seen = set()
+    for p in sorted(points, key=_edge_sort_key):
+        e = (p.src, p.dst, p.distance, True)
+        if closure.contains(e) or (e, p.num_versions) in seen:
+            continue
+        seen.add((e, p.num_versions))
+        closure.saturate(e, max_distance)
+        out.append(p)
+    return out
+
+
+def _optimise_versions(points: List[SyncPoint], closure: Closure, extent: int) -> None:
+    for p in points:
+        if p.distance > 0:
+            continue
+        if extent <= p.num_versions:
+            continue
+        md = closure.min_distance(p.dst, p.src)
+        if md is None or md > p.num_versions or md <= 0:
+            continue
+        p.num_versions = md
+
+
+def _task_pipe(tasks: List[Task], site: Tuple[int, bool]) -> Tuple[str, str]:
+    t = tasks[site[0]]
+    return t.core, t.pipe
+
+
+def _uses_flag(p: SyncPoint, tasks) -> bool:
+    return _task_pipe(tasks, p.src) != _task_pipe(tasks, p.dst)
+
+
+def _is_cross(p: SyncPoint, tasks) -> bool:
+    return tasks[p.src[0]].core != tasks[p.dst[0]].core
+
+
+def _domain(p: SyncPoint, tasks) -> str:
+    if _is_cross(p, tasks):
+        return "Cube-Vector"
+    return hard_event(tasks[p.src[0]].pipe, tasks[p.dst[0]].pipe)
+
+
+def _allocate(points: List[SyncPoint], tasks: List[Task]) -> Tuple[List[Allocation], bool]:
+    allocations: List[Allocation] = []
+    next_id: Dict[str, int] = {}
+    cross_slots = [False] * CROSS_CORE_FLAGS
+    failed = False
+    required: Dict[str, int] = {}
+    for p in points:
+        if _uses_flag(p, tasks):
+            d = _domain(p, tasks)
+            required[d] = required.get(d, 0) + p.num_versions
+    for cross_iter in (True, False):
+        cands = [i for i, p in enumerate(points)
+                 if _uses_flag(p, tasks) and (p.distance > 0) == cross_iter]
+        cands.sort(key=lambda i: -points[i].num_versions)
+        for i in cands:
+            p = points[i]
+            dom = _domain(p, tasks)
+            if dom == "Cube-Vector":
+                shared = _cross_core_ring(p, allocations, points, tasks, required)
+                if shared is not None:
+                    p.base = shared.base
+                    p.allocation = allocations.index(shared)
+                    shared.points.append(i)
+                    required[dom] -= p.num_versions
+                    continue
+                base = -1
+                for b in range(0, CROSS_CORE_FLAGS - p.num_versions + 1):
+                    if not any(cross_slots[b:b + p.num_versions]):
+                        base = b
+                        break
+                if base < 0:
+                    failed = True
+                    base = CROSS_CORE_FLAGS
+                else:
+                    for k in range(p.num_versions):
+                        cross_slots[base + k] = True
+            else:
+                base = next_id.get(dom, 0)
+                next_id[dom] = base + p.num_versions
+            p.base = base
+            p.allocation = len(allocations)
+            allocations.append(Allocation([i], p.num_versions, cross_iter, base, dom))
+    return allocations, failed
+
+
+def _cross_core_ring(p: SyncPoint, allocations: List[Allocation], points: List[SyncPoint],
+                     tasks: List[Task], required: Dict[str, int]) -> Optional[Allocation]:
+    """InsertSync lets a same-iteration cube<->vector handshake share the ring of
+    the loop-carried flag going the other way (they alternate on one flag) when
+    the 16 cross-core slots would not suffice otherwise."""
+    if p.distance > 0 or required.get("Cube-Vector", 0) <= CROSS_CORE_FLAGS:
+        return None
+    for a in allocations:
+        if a.domain != "Cube-Vector" or not a.cross_iter or len(a.points) != 1:
+            continue
+        q = points[a.points[0]]
+        if (q.num_versions == p.num_versions and q.level == p.level
+                and tasks[q.src[0]].core == tasks[p.dst[0]].core
+                and tasks[q.dst[0]].core == tasks[p.src[0]].core):
+            return a
+    return None
+
+
+def _materialize(points: List[SyncPoint], allocations: List[Allocation],
+                 tasks: List[Task]) -> List[SyncCall]:
+    before: Dict[int, List[SyncCall]] = {}
+    after: Dict[int, List[SyncCall]] = {}
+
+    def where(t: Task) -> str:
+        return t.region
+
+    def guard(p: SyncPoint, site) -> str:
+        t = tasks[site[0]]
+        if p.level == "root" and t.region == "loop":
+            return "first" if site[1] else "last"
+        return ""
+
+    for p in points:
+        s, d = tasks[p.src[0]], tasks[p.dst[0]]
+        vers = p.num_versions if p.level == "loop" else 1
+        if not _is_cross(p, tasks) and s.pipe == d.pipe:
+            if s.pipe in _IMPLICIT_ORDER:
+                continue
+            before.setdefault(d.index, []).insert(0, SyncCall(
+                "barrier", d.core, (s.pipe,), 0, 1, where(d), guard(p, p.dst)))
+            continue
+        ev = hard_event(s.pipe, d.pipe)
+        pp, cp = ev.split("_", 1)
+        if _is_cross(p, tasks):
+            if s.core == AIV:
+                after.setdefault(s.index, []).append(SyncCall(
+                    "intra_arrive", s.core, (pp,), p.base, vers, where(s), guard(p, p.src)))
+                for sid in range(NUM_AIV_SUBCORES):
+                    before.setdefault(d.index, []).insert(0, SyncCall(
+                        "intra_wait", d.core, (cp,), p.base + 16 * sid, vers, where(d),
+                        guard(p, p.dst)))
+            else:
+                for sid in range(NUM_AIV_SUBCORES):
+                    after.setdefault(s.index, []).append(SyncCall(
+                        "intra_arrive", s.core, (pp,), p.base + 16 * sid, vers, where(s),
+                        guard(p, p.src)))
+                before.setdefault(d.index, []).insert(0, SyncCall(
+                    "intra_wait", d.core, (cp,), p.base, vers, where(d), guard(p, p.dst)))
+            continue
+        after.setdefault(s.index, []).append(SyncCall(
+            "notify", s.core, (pp, cp), p.base, vers, where(s), guard(p, p.src)))
+        before.setdefault(d.index, []).insert(0, SyncCall(
+            "wait", d.core, (pp, cp), p.base, vers, where(d), guard(p, p.dst)))
+
+    prefix: List[SyncCall] = []
+    suffix: List[SyncCall] = []
+    for a in allocations:
+        if not a.cross_iter:
+            continue
+        p = points[a.points[0]]
+        s, d = tasks[p.src[0]], tasks[p.dst[0]]
+        ev = hard_event(s.pipe, d.pipe)
+        pp, cp = ev.split("_", 1)
+        if not _is_cross(p, tasks):
+            for v in range(a.num_versions):
+                prefix.append(SyncCall("notify", s.core, (pp, cp), a.base + v, 1, "prefix"))
+                suffix.append(SyncCall("wait", s.core, (pp, cp), a.base + v, 1, "suffix"))
+            continue
+        if s.core == AIV:
+            for v in range(a.num_versions):
+                prefix.append(SyncCall("intra_arrive", AIV, (pp,), a.base + v, 1, "prefix"))
+            for sid in range(NUM_AIV_SUBCORES):
+                for v in range(a.num_versions):
+                    suffix.append(SyncCall("intra_wait", AIC, (cp,), a.base + 16 * sid + v, 1,
+                                           "suffix"))
+        else:
+            for sid in range(NUM_AIV_SUBCORES):
+                for v in range(a.num_versions):
+                    prefix.append(SyncCall("intra_arrive", AIC, (pp,), a.base + 16 * sid + v, 1,
+                                           "prefix"))
+            for v in range(a.num_versions):
+                suffix.append(SyncCall("intra_wait", AIV, (cp,), a.base + v, 1, "suffix"))
+    out: List[SyncCall] = list(prefix)
+    for t in tasks:
+        out.extend(before.get(t.index, ()))
+        out.extend(after.get(t.index, ()))
+    out.extend(suffix)
+    return out
+
+
+def _knapsack_keep(blocks: List[Tuple[int, int]]) -> List[bool]:
+    cap = INTRA_CORE_FLAGS
+    parent = [-2] * (cap + 1)
+    prev = [-1] * (cap + 1)
+    parent[0] = -1
+    for i, (lo, hi) in enumerate(blocks):
+        w = hi - lo + 1
+        if w > cap:
+            continue
+        for s in range(cap, w - 1, -1):
+            if parent[s] == -2 and parent[s - w] != -2:
+                parent[s] = i
+                prev[s] = s - w
+    best = 0
+    for s in range(cap, -1, -1):
+        if parent[s] != -2:
+            best = s
+            break
+    kept = [False] * len(blocks)
+    s = best
+    while s > 0:
+        kept[parent[s]] = True
+        s = prev[s]
+    return kept
+
+
+def _call_range(c: SyncCall, extent: int) -> Tuple[int, int]:
+    ids = c.ids(extent)
+    return ids[0], ids[-1]
+
+
+def _rewrite_flag_to_buf(calls: List[SyncCall], extent: int, gemm_l1: bool):
+    """Apply RewriteFlagToBuf; per core (each core's code is its own flag space
+    in the compiler's view of one hard event name, so ranges are merged)."""
+    order: List[str] = []
+    ranges: Dict[str, List[Tuple[int, int]]] = {}
+    for c in calls:
+        if c.name in ("notify", "wait"):
+            ev = "_".join(c.pipes)
+            if ev not in ranges:
+                order.append(ev)
+                ranges[ev] = []
+            ranges[ev].append(_call_range(c, extent))
+    mutex = GEMM_L1_MUTEX_IDS if gemm_l1 else 0
+    assign: Dict[str, List[Tuple[int, int, bool, int]]] = {}
+    events: Dict[str, Tuple[int, bool]] = {}
+    spilled: List[Tuple[str, int, int, int]] = []
+    any_spill = False
+    for ev in order:
+        blocks: List[Tuple[int, int]] = []
+        for lo, hi in sorted(ranges[ev]):
+            if blocks and lo <= blocks[-1][1]:
+                blocks[-1] = (blocks[-1][0], max(blocks[-1][1], hi))
+            else:
+                blocks.append((lo, hi))
+        total = sum(hi - lo + 1 for lo, hi in blocks)
+        legal = all(hi < INTRA_CORE_FLAGS for _, hi in blocks)
+        if total <= INTRA_CORE_FLAGS and legal:
+            events[ev] = (total, False)
+            continue
+        kept = [True] * len(blocks) if total <= INTRA_CORE_FLAGS else _knapsack_keep(blocks)
+        run = 0
+        out = []
+        for (lo, hi), k in zip(blocks, kept):
+            if k:
+                out.append((lo, hi, True, run - lo))
+                run += hi - lo + 1
+            else:
+                any_spill = True
+                out.append((lo, hi, False, mutex - lo))
+                spilled.append((ev, lo, hi, mutex))
+                mutex += hi - lo + 1
+        assign[ev] = out
+        events[ev] = (total, not all(kept))
+    new_calls: List[SyncCall] = []
+    for c in calls:
+        ev = "_".join(c.pipes)
+        if c.name not in ("notify", "wait") or ev not in assign:
+            new_calls.append(c)
+            continue
+        lo, hi = _call_range(c, extent)
+        blk = next(b for b in assign[ev] if b[0] <= lo and hi <= b[1])
+        base = c.base + blk[3]
+        if blk[2]:
+            new_calls.append(SyncCall(c.name, c.core, c.pipes, base, c.versions, c.where,
+                                      c.guard))
+        else:
+            pp, cp = c.pipes
+            new_calls.append(SyncCall("lock", c.core, (pp if c.name == "notify" else cp,),
+                                      base, c.versions, c.where, c.guard,
+                                      blocking=c.name == "wait"))
+    return new_calls, events, spilled, (mutex if any_spill else 0)
+
+
+# --------------------------------------------------------------------------
+# Diagnostics
+# --------------------------------------------------------------------------
+
+
+def ascend_diagnostics(kernel: Kernel, plan: AscendPlan) -> List[Diagnostic]:
+    out: List[Diagnostic] = []
+    loop = plan.loop
+    span = loop.iter_span if loop is not None else kernel.name_span
+    if not plan.result.versions_exact:
+        return out
+    for ev, (slots, spilled) in plan.events.items():
+        if not spilled:
+            continue
+        blocks = [(lo, hi, m) for e, lo, hi, m in plan.spilled_blocks if e == ev]
+        what = ", ".join(f"event ids {lo}..{hi} → mutex {m}..{m + hi - lo}"
+                         for lo, hi, m in blocks)
+        out.append(Diagnostic(
+            code="TL301", severity="warning", span=span, kernel=kernel.name,
+            message=(f"hard event {ev} needs {slots} flag slots but a core has "
+                     f"{INTRA_CORE_FLAGS}: RewriteFlagToBuf turns {len(blocks)} sync "
+                     f"point{'s' if len(blocks) != 1 else ''} ({what}) into blocking "
+                     f"asc_lock/asc_unlock pairs; lower the buffer versions in "
+                     f"T.annotate_buffer_versions or merge the statements that "
+                     f"synchronise on {ev}")))
+    if plan.mutex_used > MUTEX_POOL:
+        out.append(Diagnostic(
+            code="TL302", severity="error", span=span, kernel=kernel.name,
+            message=(f"spilled flags need {plan.mutex_used} mutex ids but the shared "
+                     f"asc_lock pool has {MUTEX_POOL}"
+                     f"{' (ids 0-1 held by gemm_l1)' if any(t.gemm_l1 for t in plan.tasks) else ''}"
+                     f": RewriteFlagToBuf fails; reduce the buffer versions")))
+    if plan.cross_core_failed:
+        need = sum(a.num_versions for a in plan.allocations if a.domain == "Cube-Vector")
+        out.append(Diagnostic(
+            code="TL303", severity="error", span=span, kernel=kernel.name,
+            message=(f"cube↔vector synchronisation needs {need} cross-core flag slots "
+                     f"but there are {CROSS_CORE_FLAGS}: InsertSync fails; reduce the "
+                     f"versions of the buffers shared by the cube and vector cores")))
+    return out
+
+
+# --------------------------------------------------------------------------
+# Preview
+# --------------------------------------------------------------------------
+
+
+def _id_text(c: SyncCall, var: str, extent: int, cast: bool) -> str:
+    if c.where == "loop" and c.versions > 1:
+        v = c.versions
+        if extent <= v:
+            core = var
+        elif v & (v - 1) == 0:
+            core = f"({var} & {v - 1})"
+        else:
+            core = f"({var} % {v})"
+        text = core if c.base == 0 else f"({core} + {c.base})"
+    else:
+        text = str(c.base)
+    return f"static_cast<event_t>({text})" if cast else text
+
+
+def render_call(c: SyncCall, var: str = "k", extent: int = 1 << 20) -> str:
+    if c.name == "barrier":
+        return f"asc_sync_pipe(PIPE_{c.pipes[0]});"
+    if c.name in ("notify", "wait"):
+        fn = "asc_sync_notify" if c.name == "notify" else "asc_sync_wait"
+        return (f"{fn}(PIPE_{c.pipes[0]}, PIPE_{c.pipes[1]}, "
+                f"{_id_text(c, var, extent, True)});")
+    if c.name in ("intra_arrive", "intra_wait"):
+        return f"asc_sync_{c.name}(PIPE_{c.pipes[0]}, {_id_text(c, var, extent, False)});"
+    mode = "ASC_LOCK_BLOCK" if c.blocking else "ASC_LOCK_NON_BLOCK"
+    i = _id_text(c, var, extent, False)
+    return (f"asc_lock(PIPE_{c.pipes[0]}, {i}, {mode});\n"
+            f"asc_unlock(PIPE_{c.pipes[0]}, {i}, {mode});")
+
+
+def render_ascend_preview(kernel: Kernel, env, loops: Sequence[Loop] = (),
+                          plan: Optional[AscendPlan] = None) -> str:
+    """The Ascend C synchronisation of the pipelined loop, as 0.1.15 emits it:
+    per core, priming, the loop body's sync calls, draining."""
+    if plan is None:
+        plan = plan_ascend(kernel, env, loops)
+    if plan is None:
+        return ""
+    var, ext = plan.loop_var, plan.extent
+    lines: List[str] = []
+    cores = [c for c in (AIC, AIV) if any(t.core == c for t in plan.tasks)]
+    for core in cores:
+        if len(cores) > 1:
+            lines.append(f"// {core}")
+        calls = [c for c in plan.calls if c.core == core]
+        loop_open = False
+        for c in calls:
+            if c.where == "loop" and not loop_open:
+                lines.append(f"for (int32_t {var} = 0; {var} < {ext}; ++{var}) {{")
+                loop_open = True
+            elif c.where != "loop" and loop_open:
+                lines.append("}")
+                loop_open = False
+            text = render_call(c, var, ext)
+            ind = "  " if c.where == "loop" else ""
+            if c.guard:
+                cond = f"{var} == 0" if c.guard == "first" else f"{var} == {ext - 1}"
+                lines.append(f"{ind}if ({cond}) {{")
+                for ln in text.splitlines():
+                    lines.append(f"{ind}  {ln}")
+                lines.append(f"{ind}}}")
+            else:
+                for ln in text.splitlines():
+                    lines.append(ind + ln)
+        if loop_open:
+            lines.append("}")
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def call_sequence(plan: AscendPlan) -> List[Tuple[str, str, Tuple[str, ...], Tuple[int, ...]]]:
+    """(core, call, pipes, ids over the loop) for every emitted call, per core in
+    order: the form the parity tests compare with the compiler's source."""
+    out = []
+    for core in (AIC, AIV):
+        for c in plan.calls:
+            if c.core != core:
+                continue
+            name = {"notify": "asc_sync_notify", "wait": "asc_sync_wait",
+                    "barrier": "asc_sync_pipe", "intra_arrive": "asc_sync_intra_arrive",
+                    "intra_wait": "asc_sync_intra_wait", "lock": "asc_lock"}[c.name]
+            out.append((core, name, tuple("PIPE_" + p for p in c.pipes),
+                        c.ids(plan.extent)))
+    return out
