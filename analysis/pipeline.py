@@ -68,7 +68,7 @@ def pipelined_loops(stmts: Sequence[Stmt]) -> Iterator[Loop]:
 
 def analyze_kernel(module: Module, kernel: Kernel, target: str, settings: Settings,
                    source: Optional[str] = None) -> Tuple[List[KernelResult], List[Diagnostic]]:
-    from . import packing, planning, rules, sync_cuda, versions
+    from . import packing, planning, rules, sync_ascend, sync_cuda, versions
 
     overrides = kernel_overrides(kernel, settings)
     insts = values.instances(module, kernel, overrides, all_calls=settings.all_bindings)
@@ -96,6 +96,8 @@ def analyze_kernel(module: Module, kernel: Kernel, target: str, settings: Settin
             loop_results.append(lr)
             kdiags.extend(ld)
             kdiags.extend(rules.validate_loop(lr, allocs, target, env, source))
+        if ws_mode == "fallback":
+            kdiags.extend(_ws_fallback(kernel, loop_results, env))
         pack = None
         ksync = None
         threads = None
@@ -106,8 +108,12 @@ def analyze_kernel(module: Module, kernel: Kernel, target: str, settings: Settin
             threads = sync_cuda.threads(kernel, env, ws)
             kdiags.extend(packing.overflow_diagnostics(kernel, env, loop_results, pack, target, ws))
         else:
-            t = env.eval_int(kernel.threads)
-            threads = t
+            threads = env.eval_int(kernel.threads)
+        ascend = None
+        if tinfo is not None and tinfo.kind == "ascend" and kernel.dialect == "ascend":
+            ascend, adiags = sync_ascend.analyze_ascend(
+                kernel, env, list(pipelined_loops(kernel.body)))
+            kdiags.extend(adiags)
         kdiags.extend(unresolved_diagnostics(kernel, env))
         results.append(KernelResult(
             kernel=kernel,
@@ -121,6 +127,7 @@ def analyze_kernel(module: Module, kernel: Kernel, target: str, settings: Settin
             buffers=() if pack is None else tuple(pack.buffers),
             loops=tuple(loop_results),
             sync=ksync,
+            ascend=ascend,
             config_label=inst.label,
         ))
         for d in kdiags:
@@ -132,6 +139,25 @@ def analyze_kernel(module: Module, kernel: Kernel, target: str, settings: Settin
                 d = _replace(d, configs=d.configs + (inst.label,))
             diags.append(_replace(d, kernel=kernel.name) if d.kernel is None else d)
     return results, diags
+
+
+def _ws_fallback(kernel: Kernel, loops: Sequence[LoopResult],
+                 env: values.Env) -> List[Diagnostic]:
+    """TL113: sm_90's warp-specialization pass claimed the kernel but could not
+    split its first num_stages loop, and dropped num_stages everywhere."""
+    staged = [lr for lr in loops if lr.loop.num_stages is not None
+              and (env.eval_int(lr.loop.num_stages) or 1) >= 1]
+    if not staged:
+        return []
+    first = staged[0].loop
+    span = first.num_stages_span or first.iter_span
+    return [Diagnostic(
+        code="TL113", severity="warning", span=span, kernel=kernel.name,
+        message=("on sm_90 the warp-specialization pass takes this kernel (it has TMA-"
+                 "eligible copies) but cannot split this loop into producer and consumer: "
+                 "no global-to-shared copy sits at the top level of its body. The compiler "
+                 f"then drops num_stages from all {len(staged)} pipelined loop(s) of "
+                 f"`{kernel.name}`, so none is software-pipelined"))]
 
 
 def _replace(obj, **changes):

@@ -186,6 +186,21 @@ RULES: Tuple[Rule, ...] = (
                       "    T.copy(A[by * 128, kk * 32], A_shared)\n    ...",
          fix="Read the index straight from global memory (a replayable alias), or give a "
              "manual order/stage."),
+    Rule("TL113", "warp-specialization-fallback", "warning",
+         "On sm_90 the kernel's loops lose num_stages: nothing is pipelined.",
+         what="The kernel has TMA-eligible copies, so sm_90's warp-specialization pass "
+              "takes it, but the first loop with num_stages has no such copy at its top "
+              "level (each copy sits in its own `if`, or the loads are T.Parallel nests).",
+         why="When the rewriter cannot split that loop into producer and consumer it "
+             "removes num_stages from every loop of the kernel, so no loop is software-"
+             "pipelined and every copy waits for the previous compute.",
+         bad_example="for k in T.Pipelined(n, num_stages=3):\n"
+                     "    if k < n:\n        T.copy(A[by * 128, k * 32], A_shared)\n"
+                     "    if k < n:\n        T.copy(B[k * 32, bx * 128], B_shared)\n"
+                     "    T.gemm(A_shared, B_shared, C_local)",
+         good_example="for k in T.Pipelined(n, num_stages=3):\n" + _GEMM_BODY,
+         fix="Put the global-to-shared copies at the top level of the loop body, or "
+             "disable warp specialization (pass config tl.disable_warp_specialized)."),
     Rule("TL201", "shared-memory-overflow", "error",
          "Shared memory exceeds the target's per-block limit.",
          what="The kernel's merged shared-memory arena is larger than the opt-in limit.",

