@@ -27,6 +27,7 @@ class Rule:
     bad_example: str = ""
     good_example: str = ""
     fix: str = ""
+    target: str = ""  # the target the examples are meant for (default sm_80)
 
 
 _GEMM_BODY = """\
@@ -171,7 +172,8 @@ RULES: Tuple[Rule, ...] = (
                      + _GEMM_BODY,
          good_example="for k in T.Pipelined(n, num_stages=3):\n" + _GEMM_BODY,
          fix="Remove order/stage, or remove num_stages (a manual schedule without "
-             "num_stages is not warp-specialized), or set tl.disable_warp_specialized."),
+             "num_stages is not warp-specialized), or set tl.disable_warp_specialized.",
+         target="sm_90"),
     Rule("TL112", "pipeline-planning-failure", "error",
          "PipelinePlanning cannot give every statement a stage.",
          what="A statement that only feeds a scalar into the copies (e.g. `kk = "
@@ -200,7 +202,8 @@ RULES: Tuple[Rule, ...] = (
                      "    T.gemm(A_shared, B_shared, C_local)",
          good_example="for k in T.Pipelined(n, num_stages=3):\n" + _GEMM_BODY,
          fix="Put the global-to-shared copies at the top level of the loop body, or "
-             "disable warp specialization (pass config tl.disable_warp_specialized)."),
+             "disable warp specialization (pass config tl.disable_warp_specialized).",
+         target="sm_90"),
     Rule("TL201", "shared-memory-overflow", "error",
          "Shared memory exceeds the target's per-block limit.",
          what="The kernel's merged shared-memory arena is larger than the opt-in limit.",

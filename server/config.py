@@ -1,0 +1,561 @@
+"""Configuration: ``[tool.tilelint]`` in the nearest ``pyproject.toml``.
+
+The CLI and the language server share this module.  ``find_config(path)``
+walks up from a file or directory to the nearest ``pyproject.toml`` that has a
+``[tool.tilelint]`` table (like ruff, a ``pyproject.toml`` without the table is
+passed over), ``load_config(pyproject)`` reads and validates it into a frozen
+``Config``, and ``Config.settings_for(file, target)`` gives the
+``analysis.Settings`` for one file and one target.
+
+Recognised keys (kebab-case; the snake_case spelling is accepted too)::
+
+    [tool.tilelint]
+    target = "sm_80"               # or: targets = ["sm_80", "sm_90"]
+    select = ["TL1"]               # code prefixes; empty = the default set
+    ignore = ["TL002"]
+    exclude = ["generated/", "legacy_*.py"]   # gitignore-style, relative to this file
+    per-file-ignores = { "tests/**" = ["TL002"], "bench_*.py" = ["TL3"] }
+    inlay-hints = true
+    verify = false                 # cross-check with the real compiler (server only)
+    all-bindings = false           # analyse every call site of a kernel factory
+
+    [tool.tilelint.bindings]       # name -> value, for every kernel
+    block_K = 32
+
+    [tool.tilelint.bindings.matmul]   # only for kernel (or factory) ``matmul``
+    num_stages = 3
+
+Anything else is an error that names the key (``ConfigError``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+from tilelint.analysis import Settings
+from tilelint.analysis import targets as targets_mod
+
+if sys.version_info >= (3, 11):
+    import tomllib as _toml
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as _toml
+
+DEFAULT_TARGET = targets_mod.DEFAULT_TARGET
+
+# Directories never descended into when a directory is checked.
+DEFAULT_EXCLUDE: Tuple[str, ...] = (
+    ".git/", ".hg/", ".svn/", ".bzr/", ".venv/", "venv/", ".tox/", ".nox/", "__pycache__/",
+    ".mypy_cache/", ".pytest_cache/", ".ruff_cache/", "node_modules/", "build/", "dist/",
+    "site-packages/", ".eggs/", "*.egg-info/", ".ipynb_checkpoints/",
+)
+
+_CODE_RX = re.compile(r"^[A-Z]+[0-9]*$")
+
+
+class ConfigError(Exception):
+    """An invalid configuration; the message names the file and the key."""
+
+
+# --------------------------------------------------------------------------
+# gitignore-style patterns (used for ``exclude``, ``.gitignore`` files and
+# ``per-file-ignores``)
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """One gitignore-style pattern, relative to ``base`` (a directory)."""
+
+    text: str
+    base: str  # absolute, '/'-separated, no trailing slash
+    regex: "re.Pattern[str]"
+    negated: bool = False
+    dir_only: bool = False
+
+    def matches(self, abspath: str, is_dir: bool) -> bool:
+        if self.dir_only and not is_dir:
+            return False
+        base = self.base
+        if abspath == base:
+            return False
+        prefix = base + "/" if base != "/" else "/"
+        if not abspath.startswith(prefix):
+            return False
+        rel = abspath[len(prefix):]
+        return self.regex.fullmatch(rel) is not None
+
+
+def _glob_to_regex(glob: str) -> str:
+    """Translate the body of a gitignore pattern (no leading ``!``, no trailing
+    ``/``) to a regex over a '/'-separated relative path."""
+    anchored = "/" in glob
+    if glob.startswith("/"):
+        glob = glob[1:]
+    out: List[str] = []
+    i, n = 0, len(glob)
+    while i < n:
+        c = glob[i]
+        if c == "*":
+            if glob.startswith("**", i):
+                before_ok = i == 0 or glob[i - 1] == "/"
+                after = glob[i + 2:i + 3]
+                if before_ok and after == "/":
+                    out.append("(?:.*/)?")  # '**/' : zero or more directories
+                    i += 3
+                    continue
+                if before_ok and i + 2 == n:
+                    out.append(".*")  # trailing '/**' : everything inside
+                    i += 2
+                    continue
+                out.append("[^/]*")  # '**' elsewhere acts like '*'
+                i += 2
+                continue
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[":
+            j = glob.find("]", i + 2 if glob[i + 1:i + 2] in ("!", "^", "]") else i + 1)
+            if j == -1:
+                out.append(re.escape(c))
+            else:
+                body = glob[i + 1:j]
+                if body[:1] in ("!", "^"):
+                    body = "^" + body[1:]
+                out.append("[" + body.replace("\\", "\\\\") + "]")
+                i = j + 1
+                continue
+        elif c == "\\" and i + 1 < n:
+            out.append(re.escape(glob[i + 1]))
+            i += 2
+            continue
+        else:
+            out.append(re.escape(c))
+        i += 1
+    body = "".join(out)
+    if not anchored:
+        body = "(?:.*/)?" + body  # a bare name matches at any depth
+    # A match of a directory covers what is inside it (for explicit paths).
+    return body + "(?:/.*)?"
+
+
+def _posix(path: os.PathLike | str) -> str:
+    p = os.path.abspath(os.fspath(path))
+    return p.replace(os.sep, "/") if os.sep != "/" else p
+
+
+def compile_pattern(text: str, base: os.PathLike | str) -> Optional[Pattern]:
+    """A gitignore line → Pattern (None for blank lines and comments)."""
+    line = text.rstrip("\n").rstrip("\r")
+    # Trailing spaces are ignored unless escaped.
+    while line.endswith(" ") and not line.endswith("\\ "):
+        line = line[:-1]
+    if not line or line.startswith("#"):
+        return None
+    negated = False
+    if line.startswith("!"):
+        negated, line = True, line[1:]
+    elif line.startswith("\\!") or line.startswith("\\#"):
+        line = line[1:]
+    dir_only = line.endswith("/")
+    line = line.rstrip("/")
+    if not line:
+        return None
+    try:
+        rx = re.compile(_glob_to_regex(line))
+    except re.error:
+        return None
+    return Pattern(text, _posix(base), rx, negated, dir_only)
+
+
+class Matcher:
+    """An ordered list of patterns; the last one that matches decides."""
+
+    def __init__(self, patterns: Iterable[Pattern] = ()) -> None:
+        self.patterns: List[Pattern] = list(patterns)
+
+    def __bool__(self) -> bool:
+        return bool(self.patterns)
+
+    def extend(self, patterns: Iterable[Pattern]) -> "Matcher":
+        return Matcher(self.patterns + list(patterns))
+
+    def match_one(self, abspath: str, is_dir: bool) -> Optional[bool]:
+        """True: ignored, False: re-included by a ``!`` pattern, None: no pattern."""
+        verdict: Optional[bool] = None
+        for p in self.patterns:
+            if p.matches(abspath, is_dir):
+                verdict = not p.negated
+        return verdict
+
+    def ignored(self, path: os.PathLike | str, is_dir: Optional[bool] = None) -> bool:
+        """Whether ``path`` or one of its parent directories is ignored.
+
+        As in git, once a directory is ignored nothing inside it can be
+        re-included."""
+        ap = _posix(path)
+        if is_dir is None:
+            is_dir = os.path.isdir(ap)
+        parts = ap.split("/")
+        # Check each ancestor directory first (outermost first).
+        for k in range(2, len(parts)):
+            anc = "/".join(parts[:k])
+            if self.match_one(anc, True):
+                return True
+        return bool(self.match_one(ap, is_dir))
+
+
+def read_ignore_file(path: Path) -> List[Pattern]:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    out = []
+    for line in text.splitlines():
+        p = compile_pattern(line, path.parent)
+        if p is not None:
+            out.append(p)
+    return out
+
+
+# --------------------------------------------------------------------------
+# The configuration
+# --------------------------------------------------------------------------
+
+Pairs = Tuple[Tuple[str, object], ...]
+
+
+@dataclass(frozen=True)
+class Config:
+    """The validated ``[tool.tilelint]`` table (or the defaults)."""
+
+    path: Optional[Path] = None  # the pyproject.toml it came from
+    root: Optional[Path] = None  # its directory: where relative patterns start
+    targets: Tuple[str, ...] = (DEFAULT_TARGET,)
+    select: Tuple[str, ...] = ()
+    ignore: Tuple[str, ...] = ()
+    per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
+    exclude: Tuple[str, ...] = ()
+    bindings: Pairs = ()
+    kernel_bindings: Tuple[Tuple[str, Pairs], ...] = ()
+    inlay_hints: bool = True
+    verify: bool = False
+    all_bindings: bool = False
+
+    @property
+    def target(self) -> str:
+        return self.targets[0]
+
+    # -- derived -----------------------------------------------------------
+
+    def _base(self) -> Path:
+        return self.root if self.root is not None else Path.cwd()
+
+    def exclude_matcher(self) -> Matcher:
+        base = self._base()
+        pats = [compile_pattern(p, base) for p in DEFAULT_EXCLUDE + self.exclude]
+        return Matcher(p for p in pats if p is not None)
+
+    def is_excluded(self, path: os.PathLike | str) -> bool:
+        return self.exclude_matcher().ignored(path)
+
+    def ignores_for(self, path: os.PathLike | str) -> Tuple[str, ...]:
+        """The codes ``per-file-ignores`` switches off for ``path``."""
+        base = self._base()
+        out: List[str] = []
+        for glob, codes in self.per_file_ignores:
+            pat = compile_pattern(glob, base)
+            if pat is not None and Matcher([pat]).ignored(path, is_dir=False):
+                out.extend(codes)
+        return tuple(dict.fromkeys(out))
+
+    def settings_for(self, path: os.PathLike | str, target: Optional[str] = None) -> Settings:
+        """The analysis settings for one file and one target."""
+        return Settings(
+            target=targets_mod.normalise(target or self.target),
+            bindings=self.bindings,
+            kernel_bindings=self.kernel_bindings,
+            select=self.select,
+            ignore=tuple(dict.fromkeys(self.ignore + self.ignores_for(path))),
+            all_bindings=self.all_bindings,
+        )
+
+    def with_overrides(self, *, targets: Optional[Sequence[str]] = None,
+                       select: Optional[Sequence[str]] = None,
+                       extend_select: Sequence[str] = (),
+                       ignore: Sequence[str] = (),
+                       exclude: Sequence[str] = (),
+                       bindings: Sequence[Tuple[str, object]] = (),
+                       all_bindings: Optional[bool] = None) -> "Config":
+        """Command-line options on top of the file: ``targets``/``select``
+        replace, ``ignore``/``exclude``/``bindings`` add (later wins)."""
+        changes: Dict[str, object] = {}
+        if targets:
+            changes["targets"] = tuple(check_target(t, "--target") for t in targets)
+        if select is not None:
+            changes["select"] = tuple(check_codes(select, "--select"))
+        if extend_select:
+            base = changes.get("select", self.select)
+            changes["select"] = tuple(base) + tuple(check_codes(extend_select, "--extend-select"))
+        if ignore:
+            changes["ignore"] = self.ignore + tuple(check_codes(ignore, "--ignore"))
+        if exclude:
+            changes["exclude"] = self.exclude + tuple(exclude)
+        if bindings:
+            merged = dict(self.bindings)
+            merged.update(dict(bindings))
+            changes["bindings"] = tuple(merged.items())
+        if all_bindings is not None:
+            changes["all_bindings"] = all_bindings
+        return replace(self, **changes) if changes else self
+
+
+# --------------------------------------------------------------------------
+# Validation
+# --------------------------------------------------------------------------
+
+_KEYS = ("target", "targets", "select", "ignore", "per-file-ignores", "exclude", "bindings",
+         "inlay-hints", "verify", "all-bindings", "extend-select")
+
+
+def check_target(value: object, key: str) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(f"`{key}` must be a target name such as \"sm_80\", got {value!r}")
+    name = targets_mod.normalise(value)
+    if targets_mod.get(name) is None:
+        known = ", ".join(targets_mod.ALL_TARGETS)
+        raise ConfigError(f"`{key}`: unknown target {value!r} (known: {known})")
+    return name
+
+
+def check_codes(value: object, key: str) -> List[str]:
+    if isinstance(value, str):
+        value = [v for v in re.split(r"[,\s]+", value) if v]
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError(f"`{key}` must be a list of rule codes, got {value!r}")
+    out = []
+    for v in value:
+        if not isinstance(v, str) or not _CODE_RX.match(v.strip().upper()):
+            raise ConfigError(f"`{key}`: {v!r} is not a rule code or prefix (like \"TL101\" or \"TL1\")")
+        out.append(v.strip().upper())
+    return out
+
+
+def _check_bool(value: object, key: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"`{key}` must be true or false, got {value!r}")
+    return value
+
+
+def _check_strings(value: object, key: str) -> List[str]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"`{key}` must be a list of strings, got {value!r}")
+    return list(value)
+
+
+_BIND_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _check_value(value: object, key: str) -> object:
+    if isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, list) and all(isinstance(v, (bool, int, float, str)) for v in value):
+        return tuple(value)
+    raise ConfigError(f"`{key}` must be a number, a string, a boolean or a list of them, "
+                      f"got {value!r}")
+
+
+def _check_bindings(table: object, key: str) -> Tuple[Pairs, Tuple[Tuple[str, Pairs], ...]]:
+    if not isinstance(table, dict):
+        raise ConfigError(f"`{key}` must be a table of name = value")
+    common: List[Tuple[str, object]] = []
+    per_kernel: List[Tuple[str, Pairs]] = []
+    for name, value in table.items():
+        if not _BIND_NAME.match(name):
+            raise ConfigError(f"`{key}.{name}`: not a Python identifier")
+        if isinstance(value, dict):
+            pairs = []
+            for n2, v2 in value.items():
+                if not _BIND_NAME.match(n2):
+                    raise ConfigError(f"`{key}.{name}.{n2}`: not a Python identifier")
+                pairs.append((n2, _check_value(v2, f"{key}.{name}.{n2}")))
+            per_kernel.append((name, tuple(pairs)))
+        else:
+            common.append((name, _check_value(value, f"{key}.{name}")))
+    return tuple(common), tuple(per_kernel)
+
+
+def config_from_table(table: Mapping[str, object], path: Optional[Path] = None) -> Config:
+    """Validate a ``[tool.tilelint]`` table."""
+    if not isinstance(table, dict):
+        raise ConfigError("[tool.tilelint] must be a table")
+    norm: Dict[str, object] = {}
+    for raw_key, value in table.items():
+        key = raw_key.replace("_", "-")
+        if key not in _KEYS:
+            hint = ""
+            close = [k for k in _KEYS if k.replace("-", "") == key.replace("-", "")]
+            if close:
+                hint = f" (did you mean `{close[0]}`?)"
+            raise ConfigError(f"unknown key `{raw_key}` in [tool.tilelint]{hint}; known keys: "
+                              + ", ".join(_KEYS))
+        if key in norm:
+            raise ConfigError(f"`{raw_key}` is given twice in [tool.tilelint]")
+        norm[key] = value
+    cfg: Dict[str, object] = {}
+    if "target" in norm and "targets" in norm:
+        raise ConfigError("give either `target` or `targets` in [tool.tilelint], not both")
+    if "target" in norm:
+        cfg["targets"] = (check_target(norm["target"], "target"),)
+    if "targets" in norm:
+        ts = norm["targets"]
+        if not isinstance(ts, list) or not ts:
+            raise ConfigError(f"`targets` must be a non-empty list of target names, got {ts!r}")
+        cfg["targets"] = tuple(dict.fromkeys(check_target(t, "targets") for t in ts))
+    if "select" in norm:
+        cfg["select"] = tuple(check_codes(norm["select"], "select"))
+    if "extend-select" in norm:
+        cfg["select"] = tuple(cfg.get("select", ())) + tuple(
+            check_codes(norm["extend-select"], "extend-select"))
+    if "ignore" in norm:
+        cfg["ignore"] = tuple(check_codes(norm["ignore"], "ignore"))
+    if "exclude" in norm:
+        cfg["exclude"] = tuple(_check_strings(norm["exclude"], "exclude"))
+    if "per-file-ignores" in norm:
+        pfi = norm["per-file-ignores"]
+        if not isinstance(pfi, dict):
+            raise ConfigError("`per-file-ignores` must be a table of glob = [codes]")
+        cfg["per_file_ignores"] = tuple(
+            (glob, tuple(check_codes(codes, f"per-file-ignores.{glob}")))
+            for glob, codes in pfi.items())
+    if "bindings" in norm:
+        cfg["bindings"], cfg["kernel_bindings"] = _check_bindings(norm["bindings"], "bindings")
+    if "inlay-hints" in norm:
+        cfg["inlay_hints"] = _check_bool(norm["inlay-hints"], "inlay-hints")
+    if "verify" in norm:
+        cfg["verify"] = _check_bool(norm["verify"], "verify")
+    if "all-bindings" in norm:
+        cfg["all_bindings"] = _check_bool(norm["all-bindings"], "all-bindings")
+    root = path.parent if path is not None else None
+    return Config(path=path, root=root, **cfg)  # type: ignore[arg-type]
+
+
+def _read_toml(path: Path) -> Dict[str, object]:
+    try:
+        with open(path, "rb") as f:
+            return _toml.load(f)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except _toml.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+
+
+def _tilelint_table(data: Mapping[str, object]) -> Optional[object]:
+    tool = data.get("tool")
+    if not isinstance(tool, dict):
+        return None
+    return tool.get("tilelint")
+
+
+def load_config(pyproject: os.PathLike | str) -> Config:
+    """Read ``[tool.tilelint]`` of one ``pyproject.toml`` (defaults if absent).
+    Raises ``ConfigError`` naming the file and key."""
+    path = Path(pyproject).resolve()
+    data = _read_toml(path)
+    table = _tilelint_table(data)
+    if table is None:
+        return Config(path=path, root=path.parent)
+    try:
+        return config_from_table(table, path)  # type: ignore[arg-type]
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+
+
+def _has_table(pyproject: Path) -> bool:
+    try:
+        data = pyproject.read_bytes()
+    except OSError:
+        return False
+    if b"tilelint" not in data:
+        return False
+    try:
+        return _tilelint_table(_toml.loads(data.decode("utf-8", "replace"))) is not None
+    except _toml.TOMLDecodeError:
+        return True  # let load_config report the error
+
+
+def find_config(start: os.PathLike | str) -> Optional[Path]:
+    """The nearest ``pyproject.toml`` with a ``[tool.tilelint]`` table, from
+    ``start`` (a file or a directory) upward; None if there is none."""
+    p = Path(os.path.abspath(os.fspath(start)))
+    d = p if p.is_dir() else p.parent
+    for cand_dir in [d, *d.parents]:
+        cand = cand_dir / "pyproject.toml"
+        if cand.is_file() and _has_table(cand):
+            return cand
+    return None
+
+
+class ConfigCache:
+    """Config per directory, so a run over many files reads each pyproject once."""
+
+    def __init__(self, explicit: Optional[os.PathLike | str] = None, isolated: bool = False) -> None:
+        self._explicit = load_config(explicit) if explicit is not None else None
+        self._isolated = isolated
+        self._by_dir: Dict[str, Config] = {}
+        self._by_file: Dict[Path, Config] = {}
+
+    def for_path(self, path: os.PathLike | str) -> Config:
+        if self._explicit is not None:
+            return self._explicit
+        if self._isolated:
+            return Config()
+        p = os.path.abspath(os.fspath(path))
+        d = p if os.path.isdir(p) else os.path.dirname(p)
+        hit = self._by_dir.get(d)
+        if hit is None:
+            found = find_config(d)
+            if found is None:
+                hit = Config()
+            else:
+                hit = self._by_file.get(found)
+                if hit is None:
+                    hit = load_config(found)
+                    self._by_file[found] = hit
+            self._by_dir[d] = hit
+        return hit
+
+
+def config_for(path: os.PathLike | str) -> Config:
+    """The configuration that applies to ``path`` (a file or directory)."""
+    found = find_config(path)
+    return load_config(found) if found is not None else Config()
+
+
+def parse_binding(text: str) -> Tuple[str, object]:
+    """``NAME=VALUE`` from the command line: VALUE is a Python literal if it
+    parses as one (``3``, ``1.5``, ``True``, ``"float16"``), else a string."""
+    import ast
+
+    name, sep, raw = text.partition("=")
+    name = name.strip()
+    if not sep or not _BIND_NAME.match(name):
+        raise ConfigError(f"--bind expects NAME=VALUE with NAME an identifier, got {text!r}")
+    raw = raw.strip()
+    if not raw:
+        raise ConfigError(f"--bind {name}=: missing value")
+    try:
+        value = ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        return name, raw
+    if isinstance(value, list):
+        value = tuple(value)
+    if not isinstance(value, (bool, int, float, str, tuple)):
+        return name, raw
+    return name, value
