@@ -1,0 +1,26 @@
+"""``textDocument/didChange``: apply incremental edits, analyse the newest version.
+
+Edits are applied on the event loop (cheap); the analysis runs in the worker
+thread, and edits arriving while it runs are coalesced (see ``documents``).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from lsprotocol import types as lsp
+
+METHOD = lsp.TEXT_DOCUMENT_DID_CHANGE
+log = logging.getLogger(__name__)
+
+
+def handler(ls, params: lsp.DidChangeTextDocumentParams) -> None:
+    doc = ls.store.get(params.text_document.uri)
+    if doc is None:
+        log.warning("didChange for a document that is not open: %s", params.text_document.uri)
+        return
+    encoding = ls.encoding()
+    for change in params.content_changes:
+        doc.apply_change(change, encoding)
+    doc.version = params.text_document.version
+    ls.store.request(doc)

@@ -1,0 +1,164 @@
+"""``textDocument/hover``: Markdown about the pipelined loop, scheduled
+statement, buffer or ``num_stages=`` under the cursor."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from lsprotocol import types as lsp
+
+from typing import TYPE_CHECKING
+
+from . import convert, hover_text
+from .documents import Caches, analyze_text
+from .lazy import model
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tilelint.analysis.model import Analysis, KernelResult, LoopResult, Settings, Span
+
+METHOD = lsp.TEXT_DOCUMENT_HOVER
+log = logging.getLogger(__name__)
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+WHATIF_STAGES = (1, 2, 3, 4, 5)
+
+
+def word_at(line: str, col: int) -> Tuple[Optional[str], int, int]:
+    for m in _WORD.finditer(line):
+        if m.start() <= col <= m.end():
+            return m.group(0), m.start(), m.end()
+    return None, col, col
+
+
+def _within(span: Optional[Span], line: int, col: int) -> bool:
+    return span is not None and span.contains(line, col)
+
+
+def kernel_at(analysis: Analysis, line: int, col: int) -> Optional[KernelResult]:
+    """The kernel under the cursor (the innermost; the first instantiation)."""
+    inside = [kr for kr in analysis.kernels if _within(kr.kernel.span, line, col)]
+    if not inside:
+        inside = [kr for kr in analysis.kernels if _within(kr.kernel.factory_span, line, col)]
+    if not inside:
+        return None
+    top = max(kr.kernel.span.line for kr in inside)
+    return next(kr for kr in inside if kr.kernel.span.line == top)
+
+
+def loop_under(kr: KernelResult, line: int, col: int, attr: str) -> Optional[LoopResult]:
+    for lr in kr.loops:
+        if _within(getattr(lr.loop, attr), line, col):
+            return lr
+    return None
+
+
+def whatif_rows(lines: Sequence[str], path: str, settings: Settings, caches: Caches,
+                kernel_name: str, loop_line: int, span: Span) -> List[Tuple[int, Dict[str, object]]]:
+    """Re-analyse the file with ``num_stages`` set to 1…5 (worker thread)."""
+    rows = []
+    for ns in WHATIF_STAGES:
+        new_lines = list(lines)
+        if span.line != span.end_line:
+            first = new_lines[span.line - 1][:span.col] + f"num_stages={ns}"
+            last = new_lines[span.end_line - 1][span.end_col:]
+            new_lines[span.line - 1:span.end_line] = [first + last]
+        else:
+            ln = new_lines[span.line - 1]
+            new_lines[span.line - 1] = ln[:span.col] + f"num_stages={ns}" + ln[span.end_col:]
+        _, analysis = analyze_text("".join(new_lines), path, settings, caches)
+        row: Dict[str, object] = {}
+        for kr in analysis.kernels:
+            if kr.kernel.name != kernel_name:
+                continue
+            for lr in kr.loops:
+                if lr.loop.span.line != loop_line:
+                    continue
+                if lr.pipelined:
+                    row["stage"] = ",".join(hover_text._v(s.stage) for s in lr.statements)
+                    row["order"] = ",".join(hover_text._v(s.order) for s in lr.statements)
+                    row["versions"] = ", ".join(f"{v.buffer}×{v.versions}" for v in lr.versions) or "—"
+                else:
+                    row["stage"] = row["order"] = "not pipelined"
+                if lr.sync is not None:
+                    s = lr.sync
+                    row["sync"] = f"sync×{s.syncthreads}" + (
+                        f", wait_group {list(s.cp_async_wait)}" if s.cp_async_wait else "")
+                row["bytes"] = kr.shared_bytes
+            break
+        rows.append((ns, row))
+    return rows
+
+
+def _sweep_rows(kr: KernelResult, lr: LoopResult):
+    """Rows from the packing helper's ``packing.sweep`` when it is available."""
+    try:
+        from tilelint.analysis import packing  # type: ignore[attr-defined]
+    except Exception:
+        return None
+    sweep = getattr(packing, "sweep", None)
+    if sweep is None:
+        return None
+    return None  # API not settled yet: the re-analysis fallback is used
+
+
+async def handler(ls, params: lsp.HoverParams) -> Optional[lsp.Hover]:
+    doc = ls.store.get(params.text_document.uri)
+    if doc is None:
+        return None
+    await ls.store.current(doc)
+    analysis = doc.analysis
+    if analysis is None:
+        return None
+    lines = doc.analysis_lines
+    enc = ls.encoding()
+    line, col = convert.from_position(lines, params.position, enc)
+    kr = kernel_at(analysis, line, col)
+    if kr is None:
+        return None
+    text: Optional[str] = None
+    span: Optional[Span] = None
+
+    lr = loop_under(kr, line, col, "num_stages_span")
+    if lr is not None:
+        span = lr.loop.num_stages_span
+        rows = _sweep_rows(kr, lr)
+        if rows is None:
+            loop = asyncio.get_running_loop()
+            rows = await loop.run_in_executor(
+                ls.executor, whatif_rows, list(lines), doc.path, ls.settings_for(doc),
+                ls.store.caches, kr.kernel.name, lr.loop.span.line, span)
+        text = hover_text.whatif_hover(lr, rows, kr.shared_budget)
+    if text is None:
+        lr = loop_under(kr, line, col, "iter_span")
+        if lr is not None:
+            span = lr.loop.iter_span
+            text = hover_text.loop_hover(kr, lr, analysis.target)
+    if text is None:
+        word, ws, we = word_at(convert._strip_eol(lines[line - 1]) if line - 1 < len(lines) else "", col)
+        allocs = {a.name: a for a in kr.kernel.allocs}
+        alloc = next((a for a in kr.kernel.allocs if _within(a.span, line, col)
+                      and (word is None or word == a.name or word not in allocs)), None)
+        if alloc is None and word in allocs:
+            alloc = allocs[word]
+            span = model.Span(line, ws, line, we)
+        if alloc is not None:
+            info = next((b for b in kr.buffers if b.name == alloc.name), None)
+            text = hover_text.buffer_hover(kr, alloc, info)
+            span = span or alloc.span
+    if text is None:
+        for lr in kr.loops:
+            if not lr.pipelined:
+                continue
+            ss = next((s for s in lr.statements if _within(s.stmt.span, line, col)), None)
+            if ss is not None:
+                span = ss.stmt.span
+                text = hover_text.statement_hover(kr, lr, ss, analysis.target)
+                break
+    if text is None:
+        return None
+    return lsp.Hover(
+        contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=text),
+        range=convert.span_to_range(span, lines, enc) if span is not None else None)

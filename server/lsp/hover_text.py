@@ -1,0 +1,207 @@
+"""Markdown for hovers.  Pure functions of analysis results (no LSP types)."""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from typing import TYPE_CHECKING
+
+from .lazy import render
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tilelint.analysis.model import (
+        Alloc, BufferInfo, KernelResult, LoopResult, ScheduledStmt, Stmt,
+    )
+
+
+def _expr_text(e) -> str:
+    """A short text for a model expression (for shapes that stayed symbolic)."""
+    from tilelint.analysis import model as m
+    if e is None:
+        return "?"
+    if isinstance(e, m.Const):
+        return repr(e.value) if isinstance(e.value, str) else str(e.value)
+    if isinstance(e, m.Name):
+        return e.id
+    if isinstance(e, m.Attr):
+        return f"{_expr_text(e.base)}.{e.attr}"
+    if isinstance(e, m.BinOp):
+        return f"{_expr_text(e.left)} {e.op} {_expr_text(e.right)}"
+    if isinstance(e, m.Call):
+        return f"{e.func}(…)"
+    if isinstance(e, m.Opaque):
+        return e.text
+    return "…"
+
+
+def _fence(text: str, lang: str = "text") -> str:
+    return f"```{lang}\n{text.rstrip()}\n```"
+
+
+def _config_note(kr: KernelResult) -> str:
+    if kr.config_label and kr.config_label != "defaults":
+        return f"\n\n_values from {kr.config_label}_"
+    return ""
+
+
+def _versions(lr: LoopResult) -> Dict[str, int]:
+    return {v.buffer: v.versions for v in lr.versions}
+
+
+def sync_summary(lr: LoopResult) -> str:
+    s = lr.sync
+    if s is None:
+        return ""
+    parts = [f"`__syncthreads()` ×{s.syncthreads}"]
+    if s.cp_async_commit or s.cp_async_wait:
+        parts.append(f"`cp.async` commit ×{s.cp_async_commit}")
+        if s.cp_async_wait:
+            parts.append("`cp.async.wait_group` " + ", ".join(str(n) for n in s.cp_async_wait))
+    if s.mbarrier_wait:
+        parts.append(f"mbarrier waits ×{s.mbarrier_wait}")
+    return "sync in the loop body: " + ", ".join(parts)
+
+
+def sync_preview(kr: "KernelResult", lr: "LoopResult", target: str = "sm_80") -> Optional[str]:
+    """The emitted sync code for the loop (``sync_cuda.render_preview``)."""
+    if not lr.pipelined or kr.kernel.dialect != "cuda":
+        return None
+    try:
+        from tilelint.analysis import sync_cuda  # type: ignore[attr-defined]
+        fn = getattr(sync_cuda, "render_preview", None)
+        if fn is None:
+            return None
+        text = fn(kr.kernel, lr, target=target)
+    except Exception:
+        return None
+    return str(text) if text else None
+
+
+def loop_hover(kr: "KernelResult", lr: "LoopResult", target: str = "sm_80") -> str:
+    out: List[str] = []
+    loop = lr.loop
+    if not lr.pipelined:
+        out.append(f"**`T.Pipelined` loop over `{loop.var}`: not pipelined**")
+        if lr.note:
+            out.append(lr.note)
+        return "\n\n".join(out) + _config_note(kr)
+    head = f"**`T.Pipelined` loop over `{loop.var}`**"
+    facts = []
+    if lr.num_stages is not None:
+        facts.append(f"num_stages = {lr.num_stages}")
+    if lr.depth is not None:
+        facts.append(f"pipeline depth {lr.depth}")
+    if lr.manual:
+        facts.append("manual order/stage")
+    if lr.warp_specialized or kr.warp_specialized:
+        facts.append("warp-specialized")
+    out.append(head + (" — " + ", ".join(facts) if facts else ""))
+    rows = render.schedule_rows(lr)
+    if rows:
+        out.append("Modulo schedule (rows: phases, columns: statements in issue order):")
+        out.append(render.markdown_table(render.schedule_header(lr), rows))
+    if lr.excluded_binds:
+        out.append("Replayed in every phase (not scheduled): "
+                   + ", ".join(f"`{b.label}`" for b in lr.excluded_binds))
+    if lr.versions:
+        out.append("Buffer versions: " + ", ".join(
+            f"`{v.buffer}` ×{v.versions}" + (" (tightened)" if v.tightened else "")
+            for v in lr.versions))
+    summary = sync_summary(lr)
+    if summary:
+        out.append(summary)
+    preview = sync_preview(kr, lr, target)
+    if preview:
+        out.append("Emitted sync (preview):\n\n" + _fence(preview, "cuda"))
+    if lr.note:
+        out.append(f"_{lr.note}_")
+    return "\n\n".join(out) + _config_note(kr)
+
+
+def _accesses(stmt: Stmt, which: str, versions: Dict[str, int]) -> str:
+    accs = stmt.reads if which == "reads" else stmt.writes
+    names = list(dict.fromkeys(a.buffer for a in accs))
+    if not names:
+        return "—"
+    return ", ".join(f"`{n}`" + (f" ({versions[n]} versions)" if versions.get(n, 1) > 1 else "")
+                     for n in names)
+
+
+def statement_hover(kr: "KernelResult", lr: "LoopResult", ss: "ScheduledStmt",
+                    target: str = "sm_80") -> str:
+    versions = _versions(lr)
+    out = [f"**`{ss.stmt.label or ss.stmt.op}`** in the pipelined loop over `{lr.loop.var}`"]
+    out.append(f"stage **{_v(ss.stage)}** · order **{_v(ss.order)}**"
+               + (f" (of {len(lr.statements)} scheduled statements)" if lr.statements else ""))
+    out.append(f"reads: {_accesses(ss.stmt, 'reads', versions)}  \n"
+               f"writes: {_accesses(ss.stmt, 'writes', versions)}")
+    if ss.stage is not None and lr.statements:
+        max_stage = max((s.stage for s in lr.statements if s.stage is not None), default=0)
+        if max_stage:
+            ahead = max_stage - ss.stage
+            out.append(f"runs {ahead} iteration{'s' if ahead != 1 else ''} ahead of the last stage"
+                       if ahead else "runs in the last stage (consumes what earlier stages produced)")
+    summary = sync_summary(lr)
+    if summary:
+        out.append(summary)
+    preview = sync_preview(kr, lr, target)
+    if preview:
+        out.append(_fence(preview, "cuda"))
+    return "\n\n".join(out) + _config_note(kr)
+
+
+def buffer_hover(kr: KernelResult, alloc: Optional[Alloc], info: Optional[BufferInfo]) -> str:
+    name = info.name if info is not None else (alloc.name if alloc is not None else "?")
+    out: List[str] = []
+    if info is not None:
+        shape = " × ".join(str(x) for x in info.shape) or "scalar"
+        line = f"**`{name}`** `{info.scope}`: {shape} × {info.dtype}"
+        if info.versions and info.versions > 1:
+            line += f" × {info.versions} versions"
+        if info.bytes is not None:
+            line += f" = {info.bytes} bytes ({render.kib(info.bytes)})"
+        out.append(line)
+        if info.offset is not None:
+            out.append(f"arena offset **{info.offset}**"
+                       + (f" of {kr.shared_bytes} bytes ({render.kib(kr.shared_bytes)})"
+                          if kr.shared_bytes else "")
+                       + (f"; budget {render.kib(kr.shared_budget)}" if kr.shared_budget else ""))
+        arena = render.arena_map(kr)
+        if arena:
+            out.append("Shared-memory arena:\n\n" + _fence(arena))
+    elif alloc is not None:
+        shape = " × ".join(_expr_text(e) for e in alloc.shape)
+        out.append(f"**`{name}`** `{alloc.scope}`: {shape} × {_expr_text(alloc.dtype)}")
+        if alloc.scope.startswith("shared"):
+            out.append("_size unknown: some values stay symbolic_")
+        else:
+            out.append("_not in the shared-memory arena_")
+    return "\n\n".join(out) + _config_note(kr)
+
+
+def whatif_hover(lr: LoopResult, rows: Sequence[Tuple[int, Dict[str, object]]],
+                 budget: Optional[int]) -> str:
+    """``rows``: (num_stages, {"stage": [...], "order": [...], "versions": str,
+    "bytes": int|None, "sync": str, "note": str})."""
+    out = [f"**`num_stages`** = {lr.num_stages if lr.num_stages is not None else '?'}"
+           + (f" (pipeline depth {lr.depth})" if lr.depth is not None else "")]
+    header = ["num_stages", "stage", "order", "versions", "shared memory", "fits", "sync in loop"]
+    table = []
+    for ns, r in rows:
+        b = r.get("bytes")
+        fits = "—" if b is None or not budget else ("yes" if b <= budget else "**no**")
+        mark = " ◀" if ns == lr.num_stages else ""
+        table.append([f"{ns}{mark}", str(r.get("stage", "—")), str(r.get("order", "—")),
+                      str(r.get("versions", "—")),
+                      "?" if b is None else f"{b} ({render.kib(b)})", fits,
+                      str(r.get("sync", "—"))])
+    if table:
+        out.append("What if (same kernel, other `num_stages`):")
+        out.append(render.markdown_table(header, table))
+    if budget:
+        out.append(f"_shared-memory budget of the target: {budget} bytes ({render.kib(budget)})_")
+    return "\n\n".join(out)
+
+
+def _v(x: Optional[int]) -> str:
+    return "?" if x is None else str(x)

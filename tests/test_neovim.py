@@ -1,0 +1,58 @@
+"""A real client: headless Neovim attaches the server with vim.lsp.start_client,
+opens a kernel with a duplicate pipeline order and reads vim.diagnostic.get()
+and a hover.  Skipped when nvim is not installed."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+FIXTURE = ROOT / "tests" / "fixtures" / "parity" / "invalid_tl101_duplicate_order.py"
+SCRIPT = ROOT / "tests" / "lsp" / "data" / "nvim_client.lua"
+
+NVIM = shutil.which("nvim")
+
+
+@pytest.mark.skipif(NVIM is None, reason="nvim is not installed")
+def test_neovim_diagnostics_and_hover(tmp_path):
+    text = FIXTURE.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    loop_line = next(i for i, l in enumerate(lines) if "T.Pipelined(" in l)
+    hover_col = lines[loop_line].index("T.Pipelined") + 3
+    out = tmp_path / "result.json"
+    env = dict(os.environ)
+    env.update({
+        "TL_CMD": json.dumps([sys.executable, "-m", "tilelint.server"]),
+        "TL_FILE": str(FIXTURE),
+        "TL_OUT": str(out),
+        "TL_HOVER_LINE": str(loop_line),
+        "TL_HOVER_COL": str(hover_col),
+        "PYTHONPATH": os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(ROOT)) if p),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+    })
+    proc = subprocess.run(
+        [NVIM, "--headless", "--clean", "-n", "-c", f"luafile {SCRIPT}"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.exists(), f"nvim wrote no result: rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    result = json.loads(out.read_text())
+    assert result.get("error") in (None, ""), result
+    diags = result["diagnostics"]
+    # The compiler: "Two statements in the software pipeline cannot have the same
+    # order", blaming the second statement (the B copy, the line marked `expect: TL101`).
+    expected_line = next(i for i, l in enumerate(lines) if "expect: TL101" in l)
+    tl101 = [d for d in diags if d.get("code") == "TL101"]
+    assert tl101, diags
+    assert tl101[0]["lnum"] == expected_line
+    assert tl101[0]["source"] == "tilelint"
+    hover = result["hover"]
+    assert isinstance(hover, str) and "T.Pipelined" in hover, hover
