@@ -15,6 +15,7 @@ import ast
 import io
 import re
 import tokenize
+import dataclasses
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
@@ -24,8 +25,8 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from .model import (
     Access, Alloc, Attr, BinOp, Binding, Call, CallSite, Compare, Const,
-    Diagnostic, DictExpr, Expr, IfExp, Kernel, Loop, Macro, Module, Name,
-    Opaque, Param, Slice, Span, Stmt, Subscript, TupleExpr, UnaryOp,
+    Diagnostic, DictExpr, Expr, FuncDef, FuncStmt, IfExp, Kernel, Loop, Macro,
+    Module, Name, Opaque, Param, Slice, Span, Stmt, Subscript, TupleExpr, UnaryOp,
 )
 
 # --------------------------------------------------------------------------
@@ -77,6 +78,40 @@ def find_aliases(source: str) -> Aliases:
 # --------------------------------------------------------------------------
 
 
+def normalise_newlines(source: str) -> str:
+    """Bare ``\r`` line ends (old Mac style, which Python accepts) become ``\n``.
+    One character for one: offsets, lines and columns are unchanged."""
+    return _BARE_CR.sub("\n", source) if "\r" in source else source
+
+
+_BARE_CR = re.compile(r"\r(?!\n)")
+
+
+def source_lines(source: str) -> List[str]:
+    """Lines with their ends, split only where Python ends a line (``\n``,
+    ``\r\n``, ``\r``) — not at form feeds or U+2028 like ``str.splitlines``."""
+    text = normalise_newlines(source)
+    parts = text.split("\n")
+    lines = [p + "\n" for p in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
+# Files larger than this are not analysed (TL003): real kernel files are far
+# smaller, and libcst needs seconds and hundreds of MB per MB of source.
+MAX_SOURCE_BYTES = 2_000_000
+
+
+def too_large(source: str) -> Optional[Diagnostic]:
+    size = len(source)
+    if size <= MAX_SOURCE_BYTES:
+        return None
+    return Diagnostic(code="TL003", severity="information", span=Span(1, 0, 1, 0),
+                      message=f"file not analysed: {size / 1e6:.1f} MB is over tilelint's "
+                              f"{MAX_SOURCE_BYTES / 1e6:.0f} MB limit for one file")
+
+
 @dataclass(frozen=True)
 class Chunk:
     start_line: int  # 1-based line of the chunk's first line
@@ -90,7 +125,8 @@ def split_chunks(source: str) -> List[Chunk]:
     the tokenizer fails part-way (an unterminated string, say), the rest is cut at
     lines that start in column 0.
     """
-    lines = source.splitlines(keepends=True)
+    source = normalise_newlines(source)
+    lines = source_lines(source)
     starts: List[int] = []  # 0-based line indices where a chunk starts
     depth_ok_line = 0
     try:
@@ -164,11 +200,21 @@ class ChunkModel:
     functions: Tuple[Tuple[str, Tuple[Param, ...]], ...] = ()
     macros: Tuple[Macro, ...] = ()
     problems: Tuple[Diagnostic, ...] = ()
+    defs: Tuple[FuncDef, ...] = ()
+    argparse: Tuple[Tuple[str, Expr], ...] = ()
+    toplevel: Tuple[FuncStmt, ...] = ()
+    # Functions that return a loop iterator (``def maybe_pipeline(n, s): return
+    # T.Pipelined(n, num_stages=s) if s > 0 else T.serial(n)``): name, params, expr.
+    iter_helpers: Tuple[Tuple[str, Tuple[str, ...], Expr], ...] = ()
 
 
 def parse_module(source: str) -> Module:
     """Parse a whole file into a :class:`Module`.  Never raises."""
+    big = too_large(source)
+    if big is not None:
+        return Module(problems=(big,))
     try:
+        source = normalise_newlines(source)
         aliases = find_aliases(source)
         chunks = split_chunks(source)
         models = [parse_chunk(c.text, c.start_line, aliases) for c in chunks]
@@ -185,6 +231,10 @@ def combine(models: Iterable[ChunkModel], aliases: Aliases) -> Module:
     functions: List[Tuple[str, Tuple[Param, ...]]] = []
     macros: List[Macro] = []
     problems: List[Diagnostic] = []
+    defs: List[FuncDef] = []
+    argp: List[Tuple[str, Expr]] = []
+    toplevel: List[FuncStmt] = []
+    helpers: List[Tuple[str, Tuple[str, ...], Expr]] = []
     for m in models:
         kernels.extend(m.kernels)
         constants.extend(m.constants)
@@ -192,13 +242,37 @@ def combine(models: Iterable[ChunkModel], aliases: Aliases) -> Module:
         functions.extend(m.functions)
         macros.extend(m.macros)
         problems.extend(m.problems)
+        defs.extend(getattr(m, "defs", ()))
+        argp.extend(getattr(m, "argparse", ()))
+        toplevel.extend(getattr(m, "toplevel", ()))
+        helpers.extend(getattr(m, "iter_helpers", ()))
+    if macros or helpers:
+        mtuple = tuple(macros)
+        htuple = tuple(helpers)
+        kernels = [_link_kernel(k, mtuple, htuple) if _needs_link(k, mtuple, htuple) else k
+                   for k in kernels]
     return Module(tuple(kernels), tuple(constants), tuple(calls), tuple(functions),
-                  tuple(macros), aliases.imports_tilelang, tuple(problems))
+                  tuple(macros), aliases.imports_tilelang, tuple(problems),
+                  defs=tuple(defs), argparse=tuple(argp), toplevel=tuple(toplevel))
 
 
 @lru_cache(maxsize=4096)
 def parse_chunk(text: str, start_line: int, aliases: Aliases) -> ChunkModel:
     """Parse one top-level statement.  Cached by its text, position and aliases."""
+    # CPython's parser first (compile-only, nothing runs): it rejects what it
+    # cannot compile fast and with a good message, and it guards libcst, whose
+    # native parser overflows the C stack (SIGSEGV) on ~1,300 nested brackets.
+    try:
+        ast.parse(text)
+    except SyntaxError as err:
+        return ChunkModel(problems=(_ast_problem(text, start_line, err),))
+    except (RecursionError, MemoryError):
+        return ChunkModel(problems=(_problem(
+            "TL001", Span(start_line, 0, start_line, 1),
+            "this statement nests too deeply to parse"),))
+    except ValueError:  # NUL bytes (SyntaxError on newer Pythons)
+        return ChunkModel(problems=(_problem(
+            "TL001", _nul_span(text, start_line), "the source contains a NUL byte"),))
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
@@ -234,11 +308,31 @@ def _syntax_problem(text: str, start_line: int, exc: cst.ParserSyntaxError) -> D
             msg = err.msg
     except (ValueError, RecursionError, MemoryError):  # NUL bytes, absurd nesting
         pass
-    lines = text.splitlines()
+    lines = [ln.rstrip("\r\n") for ln in source_lines(text)]
     rel = line - start_line
     width = len(lines[rel]) if 0 <= rel < len(lines) else col + 1
     end = min(max(col + 1, col), max(width, col + 1))
     return _problem("TL001", Span(line, col, line, end), f"syntax error: {msg}")
+
+
+def _ast_problem(text: str, start_line: int, err: SyntaxError) -> Diagnostic:
+    if "null bytes" in str(err.msg):
+        return _problem("TL001", _nul_span(text, start_line), "the source contains a NUL byte")
+    line = start_line + max(err.lineno or 1, 1) - 1
+    col = max((err.offset or 1) - 1, 0)
+    lines = text.split("\n")
+    rel = line - start_line
+    width = len(lines[rel]) if 0 <= rel < len(lines) else col + 1
+    end = max(col + 1, min(width, col + 1))
+    return _problem("TL001", Span(line, col, line, end), f"syntax error: {err.msg}")
+
+
+def _nul_span(text: str, start_line: int) -> Span:
+    i = text.find("\x00")
+    before = text[:max(i, 0)]
+    line = start_line + before.count("\n")
+    col = len(before) - (before.rfind("\n") + 1)
+    return Span(line, col, line, col + 1)
 
 
 def _problem(code: str, span: Span, message: str) -> Diagnostic:
@@ -252,6 +346,7 @@ def _problem(code: str, span: Span, message: str) -> Diagnostic:
 _GEMM_OPS = ("gemm", "wgmma", "mma")
 _FILL_OPS = ("fill", "clear")
 _COPY_OPS = ("copy", "async_copy", "tma_copy", "c2d_im2col", "im2col", "transpose")
+_DTYPE_KEY = {"float": "float32", "half": "float16", "double": "float64", "int": "int32"}
 _BIND_RX = re.compile(r"#\s*tilelint:\s*bind\s+(?P<body>.*)$")
 
 _ALLOC_SCOPES = {
@@ -291,7 +386,7 @@ _PIPELINED_UNSUPPORTED = ("sync", "group")
 class _Builder:
     def __init__(self, text: str, start_line: int, aliases: Aliases, positions) -> None:
         self.text = text
-        self.lines = text.splitlines()
+        self.lines = [ln.rstrip("\r\n") for ln in source_lines(text)]
         self.offset = start_line - 1
         self.aliases = aliases
         self.positions = positions
@@ -301,6 +396,10 @@ class _Builder:
         self.functions: List[Tuple[str, Tuple[Param, ...]]] = []
         self.macros: List[Macro] = []
         self.problems: List[Diagnostic] = []
+        self.defs: List[FuncDef] = []
+        self.argparse: List[Tuple[str, Expr]] = []
+        self.toplevel: List[FuncStmt] = []
+        self.iter_helpers: List[Tuple[str, Tuple[str, ...], Expr]] = []
 
     # ---- positions --------------------------------------------------------
     def span(self, node: cst.CSTNode) -> Span:
@@ -358,7 +457,11 @@ class _Builder:
             except ValueError:
                 return Opaque(node.value)
         if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
-            val = node.evaluated_value
+            try:
+                val = node.evaluated_value
+            except (SyntaxError, ValueError, MemoryError, UnicodeError):
+                # e.g. a half-typed "\x" escape: libcst parses it, Python does not.
+                return Opaque(self.src(node))
             if isinstance(val, bytes):
                 return Opaque(self.src(node))
             return Const(val)
@@ -396,6 +499,13 @@ class _Builder:
             return IfExp(self.expr(node.test), self.expr(node.body), self.expr(node.orelse))
         if isinstance(node, cst.Call):
             func = self.dotted(node.func)
+            if func is None and isinstance(node.func, cst.Attribute) and \
+                    all(a.keyword is None and not a.star for a in node.args):
+                # A method of a computed value (``default_config().items()``):
+                # ``Call(".items", (receiver, *args))``.
+                return Call("." + node.func.attr.value,
+                            (self.expr(node.func.value),)
+                            + tuple(self.expr(a.value) for a in node.args))
             if func is None:
                 return Opaque(self.src(node))
             args: List[Expr] = []
@@ -408,6 +518,11 @@ class _Builder:
                 else:
                     args.append(self.expr(a.value))
             return Call(func, tuple(args), tuple(kwargs))
+        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+            return Call("<listcomp>", (self.expr(node.elt),) + self.comp_gens(node.for_in))
+        if isinstance(node, cst.DictComp):
+            return Call("<dictcomp>", (self.expr(node.key), self.expr(node.value))
+                        + self.comp_gens(node.for_in))
         if isinstance(node, (cst.Tuple, cst.List)):
             items = []
             for el in node.elements:
@@ -415,7 +530,7 @@ class _Builder:
                     items.append(Opaque(self.src(el)))
                 else:
                     items.append(self.expr(el.value))
-            return TupleExpr(tuple(items))
+            return TupleExpr(tuple(items), isinstance(node, cst.List))
         if isinstance(node, cst.Dict):
             pairs: List[Tuple[str, Expr]] = []
             for el in node.elements:
@@ -423,12 +538,23 @@ class _Builder:
                     key = self.expr(el.key)
                     if isinstance(key, Const) and isinstance(key.value, str):
                         pairs.append((key.value, self.expr(el.value)))
+                    elif isinstance(key, Attr) and key.base == Name("T"):
+                        # ``{T.float16: 2}``: dtypes evaluate to their names.
+                        pairs.append((_DTYPE_KEY.get(key.attr, key.attr), self.expr(el.value)))
             return DictExpr(tuple(pairs))
         if isinstance(node, cst.Subscript):
             idx = self.subscript_indices(node)
             return Subscript(self.expr(node.value),
                              idx[0] if len(idx) == 1 else TupleExpr(idx))
         return Opaque(self.src(node))
+
+    def comp_gens(self, f: Optional[cst.CompFor]) -> Tuple[Expr, ...]:
+        out: List[Expr] = []
+        while f is not None:
+            out.append(TupleExpr((self.expr(f.target), self.expr(f.iter),
+                                  TupleExpr(tuple(self.expr(i.test) for i in f.ifs)))))
+            f = f.inner_for_in
+        return tuple(out)
 
     def subscript_indices(self, node: cst.Subscript) -> Tuple[Expr, ...]:
         out: List[Expr] = []
@@ -446,8 +572,14 @@ class _Builder:
     def build(self, module: cst.Module) -> ChunkModel:
         for stmt in module.body:
             self.top_level(stmt, enclosing=None, class_name=None)
+            try:
+                self.toplevel.extend(self.func_stmts([stmt]))
+            except RecursionError:
+                pass
         return ChunkModel(tuple(self.kernels), tuple(self.constants), tuple(self.calls),
-                          tuple(self.functions), tuple(self.macros), tuple(self.problems))
+                          tuple(self.functions), tuple(self.macros), tuple(self.problems),
+                          tuple(self.defs), tuple(self.argparse), tuple(self.toplevel),
+                          tuple(self.iter_helpers))
 
     def top_level(self, stmt: cst.CSTNode, enclosing: Optional[str],
                   class_name: Optional[str]) -> None:
@@ -467,6 +599,20 @@ class _Builder:
             for inner in _compound_children(stmt):
                 if isinstance(inner, (cst.FunctionDef, cst.ClassDef)):
                     self.top_level(inner, enclosing, class_name)
+                elif enclosing is None and class_name is None and \
+                        isinstance(stmt, (cst.If, cst.With, cst.Try)):
+                    self.module_compound(inner)
+
+    def module_compound(self, stmt: cst.CSTNode) -> None:
+        """Assignments inside a module-level ``if``/``with``/``try`` (the
+        ``if __name__ == "__main__":`` block) are module globals too."""
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, (cst.Assign, cst.AnnAssign)):
+                    self.module_assign(small)
+        elif isinstance(stmt, (cst.If, cst.With, cst.Try)):
+            for inner in _compound_children(stmt):
+                self.module_compound(inner)
 
     def module_assign(self, node) -> None:
         if isinstance(node, cst.AnnAssign):
@@ -507,6 +653,10 @@ class _Builder:
     def record_call(self, call: cst.Call, enclosing: Optional[str]) -> None:
         func = call.func
         via = "call"
+        call_span = self.span(call)
+        if isinstance(func, cst.Attribute) and func.attr.value == "add_argument":
+            self.record_argument(call)
+            return
         if isinstance(func, cst.Attribute) and func.attr.value in ("compile", "get_tir",
                                                                     "get_kernel_source"):
             via = func.attr.value
@@ -537,8 +687,46 @@ class _Builder:
                 args.append(Opaque(self.src(a)))
             else:
                 args.append(self.expr(a.value))
-        self.calls.append(CallSite(name, self.span(call), tuple(args), tuple(kwargs),
+        self.calls.append(CallSite(name, call_span, tuple(args), tuple(kwargs),
                                    tuple(stars), via, enclosing))
+
+    def record_argument(self, call: cst.Call) -> None:
+        """``parser.add_argument("--num_stages", type=int, default=3)``."""
+        names: List[str] = []
+        kw: Dict[str, Expr] = {}
+        for a in call.args:
+            if a.keyword is not None:
+                kw[a.keyword.value] = self.expr(a.value)
+            elif not a.star:
+                v = self.expr(a.value)
+                if isinstance(v, Const) and isinstance(v.value, str):
+                    names.append(v.value)
+        dest = None
+        d = kw.get("dest")
+        if isinstance(d, Const) and isinstance(d.value, str):
+            dest = d.value
+        else:
+            longs = [n for n in names if n.startswith("--")]
+            pick = longs[0] if longs else (names[0] if names else None)
+            if pick is not None:
+                dest = pick.lstrip("-").replace("-", "_")
+        if not dest or not dest.isidentifier():
+            return
+        default: Expr = kw.get("default", Const(None))
+        action = kw.get("action")
+        if "default" not in kw and isinstance(action, Const):
+            if action.value == "store_true":
+                default = Const(False)
+            elif action.value == "store_false":
+                default = Const(True)
+        typ = kw.get("type")
+        if isinstance(default, Const) and isinstance(default.value, str) and \
+                isinstance(typ, Name) and typ.id in ("int", "float"):
+            try:
+                default = Const(int(default.value) if typ.id == "int" else float(default.value))
+            except ValueError:
+                pass
+        self.argparse.append((dest, default))
 
     # ---- functions --------------------------------------------------------
     def decorator_names(self, fn: cst.FunctionDef) -> List[str]:
@@ -585,10 +773,15 @@ class _Builder:
         is_jit = any(d in ("tilelang.jit", "jit", "tilelang.lazy_jit", "lazy_jit")
                      or d.endswith(".jit") for d in decos)
         if factory is None and is_jit and _contains_kernel_with(fn, self):
+            self.record_def(fn, params, class_name)
             self.kernel(fn, "jit", class_name, None, [], {})
             return
+        helper = self.iterator_helper(fn)
+        if helper is not None:
+            self.iter_helpers.append(helper)
         if factory is not None:
             return
+        self.record_def(fn, params, class_name)
         # A plain function: a factory if it defines a prim_func inside.
         self.collect_calls(fn.body, fn.name.value)
         local: List[Tuple[str, Expr]] = []
@@ -611,6 +804,107 @@ class _Builder:
             elif isinstance(stmt, (cst.If, cst.With, cst.Try)):
                 self.factory_body(fn, _compound_children(stmt), class_name, local,
                                   local_macros)
+
+    # ---- ordinary functions (for the value resolver) -------------------------
+    def record_def(self, fn: cst.FunctionDef, params: Tuple[Param, ...],
+                   class_name: Optional[str]) -> None:
+        p = fn.params
+        vararg = p.star_arg.name.value if isinstance(p.star_arg, cst.Param) else None
+        kwarg = p.star_kwarg.name.value if p.star_kwarg is not None else None
+        decos = tuple(self.expr(d.decorator) for d in fn.decorators)
+        try:
+            body = tuple(self.func_stmts(_suite(fn.body)))
+        except RecursionError:
+            body = ()
+        self.defs.append(FuncDef(fn.name.value, self.span(fn.name), params, body, decos,
+                                 class_name, vararg, kwarg))
+
+    def func_stmts(self, stmts: Sequence[cst.CSTNode]) -> List[FuncStmt]:
+        """A statement summary of ordinary Python code (nested defs left out)."""
+        out: List[FuncStmt] = []
+        for node in stmts:
+            sp = self.span(node)
+            if isinstance(node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+                for small in node.body:
+                    if isinstance(small, cst.Assign):
+                        val = self.expr(small.value)
+                        for t in small.targets:
+                            out.append(FuncStmt("assign", sp, self.expr(t.target), val))
+                    elif isinstance(small, cst.AnnAssign) and small.value is not None:
+                        out.append(FuncStmt("assign", sp, self.expr(small.target),
+                                            self.expr(small.value)))
+                    elif isinstance(small, cst.AugAssign):
+                        tgt = self.expr(small.target)
+                        op = _AUGOPS.get(type(small.operator), "?")
+                        out.append(FuncStmt("assign", sp, tgt,
+                                            BinOp(op, tgt, self.expr(small.value))))
+                    elif isinstance(small, cst.Return):
+                        out.append(FuncStmt("return", sp, None,
+                                            self.expr(small.value) if small.value is not None
+                                            else Const(None)))
+                    elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+                        out.append(FuncStmt("expr", sp, None, self.expr(small.value)))
+            elif isinstance(node, cst.If):
+                orelse: List[FuncStmt] = []
+                if isinstance(node.orelse, cst.If):
+                    orelse = self.func_stmts([node.orelse])
+                elif node.orelse is not None:
+                    orelse = self.func_stmts(_suite(node.orelse.body))
+                out.append(FuncStmt("if", sp, None, self.expr(node.test),
+                                    tuple(self.func_stmts(_suite(node.body))), tuple(orelse)))
+            elif isinstance(node, cst.For):
+                out.append(FuncStmt(
+                    "for", sp, self.expr(node.target), self.expr(node.iter),
+                    tuple(self.func_stmts(_suite(node.body))),
+                    tuple(self.func_stmts(_suite(node.orelse.body)))
+                    if node.orelse is not None else ()))
+            elif isinstance(node, cst.While):
+                out.append(FuncStmt("while", sp, None, self.expr(node.test),
+                                    tuple(self.func_stmts(_suite(node.body)))))
+            elif isinstance(node, cst.With):
+                out.extend(self.func_stmts(_suite(node.body)))
+            elif isinstance(node, cst.Try):
+                out.extend(self.func_stmts(_suite(node.body)))
+                if node.orelse is not None:
+                    out.extend(self.func_stmts(_suite(node.orelse.body)))
+                if node.finalbody is not None:
+                    out.extend(self.func_stmts(_suite(node.finalbody.body)))
+        return out
+
+    def iterator_helper(self, fn: cst.FunctionDef):
+        """``def maybe_pipeline(n, s): return T.Pipelined(n, num_stages=s) if … else
+        T.serial(n)`` (or the same with if/else returns): (name, params, expr)."""
+        try:
+            e = self._iter_return(list(_suite(fn.body)))
+        except RecursionError:
+            return None
+        if e is None:
+            return None
+        return (fn.name.value, self.params(fn), e)
+
+    def _iter_return(self, stmts) -> Optional[Expr]:
+        for i, st in enumerate(stmts):
+            if isinstance(st, cst.SimpleStatementLine):
+                for small in st.body:
+                    if isinstance(small, cst.Return):
+                        e = self.expr(small.value) if small.value is not None else None
+                        return e if _is_iter_expr(e) else None
+            elif isinstance(st, cst.If):
+                a = self._iter_return(list(_suite(st.body)))
+                if a is None:
+                    return None
+                if st.orelse is None:
+                    b = self._iter_return(stmts[i + 1:])
+                elif isinstance(st.orelse, cst.If):
+                    b = self._iter_return([st.orelse])
+                else:
+                    b = self._iter_return(list(_suite(st.orelse.body)))
+                if b is None:
+                    return None
+                return IfExp(self.expr(st.test), a, b)
+            elif isinstance(st, (cst.For, cst.While, cst.With, cst.Try)):
+                return None
+        return None
 
     def comment_bindings(self, node: cst.FunctionDef) -> List[Binding]:
         """``# tilelint: bind a=1 b=2`` in the comment lines right above ``node``."""
@@ -650,6 +944,7 @@ class _Builder:
         for name, _ in self.params_of(fn):
             ctx.buffers.add(name)
         locals_: List[Tuple[str, Expr]] = list(factory_locals)
+        ctx.locals = locals_
         kernel_with: Optional[cst.With] = None
         body: List[Stmt] = []
         threads = None
@@ -837,6 +1132,7 @@ class _Builder:
         stop: Optional[Expr] = None
         loop_kwargs: Dict[str, Tuple[Expr, Span, cst.Arg]] = {}
         unsupported: List[Tuple[str, Span]] = []
+        iterator: Optional[Expr] = None
         if isinstance(it, cst.Call):
             fname = self.dotted(it.func) or ""
             short = fname[2:] if fname.startswith("T.") else fname
@@ -846,6 +1142,8 @@ class _Builder:
                 kind = "range"
             elif short in ctx.macros or fname in ctx.helper_iterators:
                 kind = "loop"
+            if kind == "loop" and fname and not fname.startswith("T."):
+                iterator = self.expr(it)
             positional = [a for a in it.args if a.keyword is None and not a.star]
             for a in it.args:
                 if a.keyword is not None:
@@ -896,6 +1194,7 @@ class _Builder:
             order=order, order_span=order_span, stage=stage, stage_span=stage_span,
             annotations=annotations, unsupported_kwargs=tuple(unsupported),
             body=tuple(children), pipelined_ancestors=pa, condition=condition,
+            iterator=iterator,
         )
         stmt_kind = {"pipelined": "pipelined", "parallel": "parallel",
                      "serial": "serial", "range": "serial", "unroll": "serial",
@@ -985,7 +1284,8 @@ class _Builder:
         shape_node = args[0].value if args else (kw["shape"].value if "shape" in kw else None)
         if shape_node is not None:
             s = self.expr(shape_node)
-            shape = s.items if isinstance(s, TupleExpr) else (s,)
+            expanded = _expand_shape(s, ctx.locals, 0)
+            shape = expanded if expanded is not None else (s,)
         if func in ("alloc_var",):
             dtype = self.expr(args[0].value) if args else (
                 self.expr(kw["dtype"].value) if "dtype" in kw else Const(None))
@@ -1097,7 +1397,9 @@ class _Builder:
                 return Stmt(kind="atomic", op=fname, span=span, reads=tuple(reads),
                             writes=tuple(x for x in (dst,) if x is not None), label=label)
         reads = self.accesses_in(call, ctx)
-        return Stmt(kind="call", op=fname, span=span, reads=tuple(reads), label=label)
+        value = self.expr(call) if "." not in fname else None
+        return Stmt(kind="call", op=fname, span=span, reads=tuple(reads), label=label,
+                    value=value)
 
     def macro_call(self, macro: Macro, call: cst.Call, node, ctx) -> Stmt:
         """Inline a macro: its statements with parameters renamed to the arguments."""
@@ -1114,7 +1416,8 @@ class _Builder:
                 if acc is not None:
                     mapping[a.keyword.value] = acc.buffer
         span = self.span(node)
-        children = tuple(_rename(s, mapping, span) for s in macro.body)
+        scalars = _scalar_args(macro, self.expr(call))
+        children = tuple(_rename(s, mapping, span, scalars) for s in macro.body)
         reads: List[Access] = []
         writes: List[Access] = []
         for ch in children:
@@ -1191,24 +1494,321 @@ class _KernelCtx:
     loop_vars: set = field(default_factory=set)
     helper_iterators: set = field(default_factory=set)
     loose: bool = False  # macro bodies: any name may be a buffer parameter
+    locals: List[Tuple[str, Expr]] = field(default_factory=list)  # visible assignments
 
 
-def _rename(stmt: Stmt, mapping: Dict[str, str], span: Span) -> Stmt:
-    """A macro statement seen at its call site: buffers renamed, positions kept
-    at the macro body (so hovers can point into the macro)."""
+def _rename(stmt: Stmt, mapping: Dict[str, str], span: Span,
+            scalars: Optional[Dict[str, Expr]] = None) -> Stmt:
+    """A macro statement seen at its call site: buffers renamed, scalar
+    parameters replaced by the arguments (in loop bounds, ``num_stages`` and
+    indices), positions kept at the macro body (so hovers can point into the
+    macro)."""
+    sub = scalars or {}
 
     def acc(a: Access) -> Access:
-        return Access(mapping.get(a.buffer, a.buffer), a.span, a.indices)
+        idx = a.indices
+        if sub and idx is not None:
+            idx = tuple(_subst(i, sub) for i in idx)
+        return Access(mapping.get(a.buffer, a.buffer), a.span, idx)
 
     loop = stmt.loop
-    children = tuple(_rename(c, mapping, span) for c in stmt.children)
+    children = tuple(_rename(c, mapping, span, scalars) for c in stmt.children)
     if loop is not None:
-        loop = Loop(**{**loop.__dict__, "body": children})
+        changes: Dict[str, object] = {"body": children}
+        if sub:
+            for f in ("start", "stop", "num_stages", "condition", "iterator"):
+                v = getattr(loop, f)
+                if v is not None:
+                    changes[f] = _subst(v, sub)
+            for f in ("order", "stage"):
+                v = getattr(loop, f)
+                if v is not None:
+                    changes[f] = tuple(_subst(x, sub) for x in v)
+        loop = Loop(**{**loop.__dict__, **changes})
     return Stmt(kind=stmt.kind, op=stmt.op, span=stmt.span,
                 reads=tuple(acc(a) for a in stmt.reads),
                 writes=tuple(acc(a) for a in stmt.writes),
                 label=stmt.label, children=children, loop=loop, target=stmt.target,
                 value=stmt.value, macro=stmt.macro)
+
+
+def _subst(e: Expr, mapping: Dict[str, Expr], depth: int = 0) -> Expr:
+    """``e`` with the names in ``mapping`` replaced by their expressions."""
+    if depth > 64 or not mapping:
+        return e
+    if isinstance(e, Name):
+        return mapping.get(e.id, e)
+    if isinstance(e, (Const, Opaque)):
+        return e
+    if isinstance(e, Attr):
+        return Attr(_subst(e.base, mapping, depth + 1), e.attr)
+    if isinstance(e, BinOp):
+        return BinOp(e.op, _subst(e.left, mapping, depth + 1), _subst(e.right, mapping, depth + 1))
+    if isinstance(e, UnaryOp):
+        return UnaryOp(e.op, _subst(e.operand, mapping, depth + 1))
+    if isinstance(e, Compare):
+        return Compare(e.op, _subst(e.left, mapping, depth + 1),
+                       _subst(e.right, mapping, depth + 1))
+    if isinstance(e, IfExp):
+        return IfExp(_subst(e.test, mapping, depth + 1), _subst(e.body, mapping, depth + 1),
+                     _subst(e.orelse, mapping, depth + 1))
+    if isinstance(e, Call):
+        return Call(e.func, tuple(_subst(a, mapping, depth + 1) for a in e.args),
+                    tuple((k, _subst(v, mapping, depth + 1)) for k, v in e.kwargs))
+    if isinstance(e, TupleExpr):
+        return TupleExpr(tuple(_subst(a, mapping, depth + 1) for a in e.items))
+    if isinstance(e, DictExpr):
+        return DictExpr(tuple((k, _subst(v, mapping, depth + 1)) for k, v in e.items))
+    if isinstance(e, Subscript):
+        return Subscript(_subst(e.value, mapping, depth + 1), _subst(e.index, mapping, depth + 1))
+    if isinstance(e, Slice):
+        return Slice(*(None if x is None else _subst(x, mapping, depth + 1)
+                       for x in (e.lower, e.upper, e.step)))
+    return e
+
+
+def _bind_params(params: Sequence[Param], call: Expr) -> Dict[str, Expr]:
+    """Parameter name → argument expression for a call (defaults for the rest)."""
+    out: Dict[str, Expr] = {}
+    if not isinstance(call, Call):
+        return out
+    names = [p.name for p in params]
+    pos = [a for a in call.args if not isinstance(a, Opaque)]
+    if len(pos) != len(call.args):  # ``*args``: positions unknown
+        pos = []
+    for p, a in zip(names, pos):
+        out[p] = a
+    for k, v in call.kwargs:
+        if k in names:
+            out[k] = v
+    for p in params:
+        if p.name not in out and p.default is not None:
+            out[p.name] = p.default
+    return out
+
+
+def _scalar_args(macro: Macro, call: Expr) -> Dict[str, Expr]:
+    """Macro parameters bound to non-buffer arguments (sizes, num_stages)."""
+    out = {}
+    for k, v in _bind_params(macro.params, call).items():
+        if isinstance(v, Opaque):
+            continue
+        out[k] = v
+    return out
+
+
+def _suite(body) -> Sequence[cst.CSTNode]:
+    if isinstance(body, cst.IndentedBlock):
+        return body.body
+    if isinstance(body, cst.SimpleStatementSuite):
+        return [body]
+    return []
+
+
+_ITER_FUNCS = {"T." + k for k in _LOOP_KINDS} | {"range"}
+
+
+def _is_iter_expr(e: Optional[Expr]) -> bool:
+    if isinstance(e, Call):
+        return e.func in _ITER_FUNCS
+    if isinstance(e, IfExp):
+        return _is_iter_expr(e.body) and _is_iter_expr(e.orelse)
+    return False
+
+
+def _expand_shape(e: Expr, locals_: Sequence[Tuple[str, Expr]], depth: int
+                  ) -> Optional[Tuple[Expr, ...]]:
+    """A shape written through a local (``A_shared_shape = (block_M, block_K)``,
+    ``(K, M) if trans_A else (M, K)``, ``(num_stages,) + tile``) as its dims."""
+    if depth > 8:
+        return None
+    if isinstance(e, TupleExpr):
+        return e.items
+    if isinstance(e, Name):
+        for name, val in reversed(locals_):
+            if name == e.id:
+                return _expand_shape(val, locals_, depth + 1)
+        return None
+    if isinstance(e, IfExp):
+        a = _expand_shape(e.body, locals_, depth + 1)
+        b = _expand_shape(e.orelse, locals_, depth + 1)
+        if a is not None and b is not None and len(a) == len(b):
+            return tuple(x if x == y else IfExp(e.test, x, y) for x, y in zip(a, b))
+        return None
+    if isinstance(e, BinOp) and e.op == "+":
+        a = _expand_shape(e.left, locals_, depth + 1)
+        b = _expand_shape(e.right, locals_, depth + 1)
+        if a is not None and b is not None:
+            return a + b
+        return None
+    if isinstance(e, BinOp) and e.op == "*":
+        a = _expand_shape(e.left, locals_, depth + 1)
+        if a is not None and isinstance(e.right, Const) and isinstance(e.right.value, int) \
+                and 0 <= e.right.value <= 8:
+            return a * e.right.value
+        return None
+    return None
+
+
+# --------------------------------------------------------------------------
+# Linking across chunks: macros and iterator helpers defined elsewhere
+# --------------------------------------------------------------------------
+
+_STMT_KIND = {"pipelined": "pipelined", "parallel": "parallel", "serial": "serial",
+              "range": "serial", "unroll": "serial", "vectorized": "parallel"}
+
+
+def _walk_stmts(stmts: Sequence[Stmt]):
+    for s in stmts:
+        yield s
+        yield from _walk_stmts(s.children)
+
+
+def _needs_link(kernel: Kernel, macros, helpers) -> bool:
+    mnames = {m.name for m in macros}
+    hnames = {h[0] for h in helpers}
+    for s in _walk_stmts(kernel.body):
+        if s.kind == "call" and s.op in mnames and isinstance(s.value, Call):
+            return True
+        lp = s.loop
+        if lp is not None and lp.kind == "loop" and isinstance(lp.iterator, Call) and \
+                lp.iterator.func.split(".")[-1] in hnames:
+            return True
+    return False
+
+
+@lru_cache(maxsize=1024)
+def _link_kernel(kernel: Kernel, macros: Tuple[Macro, ...],
+                 helpers: Tuple[Tuple[str, Tuple[Param, ...], Expr], ...]) -> Kernel:
+    """``kernel`` with calls of macros from other statements inlined and loops
+    over iterator helpers turned into the loops they return.  Cached so that an
+    unchanged kernel keeps its identity across re-combines."""
+    mdict = {m.name: m for m in macros}
+    hdict = {h[0]: h for h in helpers}
+    try:
+        body = tuple(_link_stmts(kernel.body, mdict, hdict, 0))
+    except RecursionError:
+        return kernel
+    return dataclasses.replace(kernel, body=body)
+
+
+def _link_stmts(stmts: Sequence[Stmt], macros, helpers, depth: int) -> List[Stmt]:
+    out: List[Stmt] = []
+    for s in stmts:
+        out.append(_link_stmt(s, macros, helpers, depth))
+    return out
+
+
+def _link_stmt(s: Stmt, macros, helpers, depth: int) -> Stmt:
+    if depth > 16:
+        return s
+    if s.kind == "call" and s.op in macros and isinstance(s.value, Call):
+        macro = macros[s.op]
+        bound = _bind_params(macro.params, s.value)
+        mapping = {}
+        for k, v in bound.items():
+            b = _buffer_of(v)
+            if b is not None:
+                mapping[k] = b
+        scalars = {k: v for k, v in bound.items() if not isinstance(v, Opaque)}
+        body = _link_stmts(macro.body, macros, helpers, depth + 1)
+        children = tuple(_rename(c, mapping, s.span, scalars) for c in body)
+        reads: List[Access] = []
+        writes: List[Access] = []
+        for ch in children:
+            reads.extend(ch.reads)
+            writes.extend(ch.writes)
+        return Stmt(kind="macro", op=macro.name, span=s.span, reads=tuple(reads),
+                    writes=tuple(writes), label=s.label, children=children, macro=macro.name)
+    if not s.children:
+        return s
+    children = tuple(_link_stmts(s.children, macros, helpers, depth + 1))
+    loop = s.loop
+    kind = s.kind
+    if loop is not None:
+        loop = dataclasses.replace(loop, body=children)
+        if loop.kind == "loop" and isinstance(loop.iterator, Call):
+            h = helpers.get(loop.iterator.func.split(".")[-1])
+            if h is not None:
+                new = _loop_from_iter(loop, _subst(h[2], _bind_params(h[1], loop.iterator)))
+                if new is not None:
+                    loop = new
+                    kind = _STMT_KIND.get(new.kind, "loop")
+    if children == s.children and loop is s.loop:
+        return s
+    reads: List[Access] = []
+    writes: List[Access] = []
+    own = len(s.reads) - sum(len(c.reads) for c in s.children)
+    reads.extend(s.reads[:max(own, 0)])
+    for ch in children:
+        reads.extend(ch.reads)
+        writes.extend(ch.writes)
+    return dataclasses.replace(s, kind=kind, children=children, loop=loop,
+                               reads=tuple(reads), writes=tuple(writes))
+
+
+def _buffer_of(e: Expr) -> Optional[str]:
+    if isinstance(e, Name):
+        return e.id
+    if isinstance(e, Subscript):
+        return _buffer_of(e.value)
+    if isinstance(e, Call) and e.func in ("T.region", "T.BufferRegion", "T.access_ptr") and e.args:
+        return _buffer_of(e.args[0])
+    return None
+
+
+def _loop_from_iter(loop: Loop, it: Expr) -> Optional[Loop]:
+    """The loop a helper's returned iterator expression makes."""
+    condition: Optional[Expr] = None
+    if isinstance(it, IfExp):
+        if isinstance(it.body, Call) and it.body.func == "T.Pipelined":
+            condition, it = it.test, it.body
+        elif isinstance(it.orelse, Call) and it.orelse.func == "T.Pipelined":
+            condition, it = UnaryOp("not", it.test), it.orelse
+        else:
+            it = it.body
+    if not isinstance(it, Call):
+        return None
+    short = it.func[2:] if it.func.startswith("T.") else it.func
+    kind = _LOOP_KINDS.get(short) if it.func.startswith("T.") else (
+        "range" if it.func == "range" else None)
+    if kind is None:
+        return None
+    pos = list(it.args)
+    if any(isinstance(a, Opaque) for a in pos):
+        return None
+    kw = dict(it.kwargs)
+    start: Optional[Expr] = None
+    stop: Optional[Expr] = None
+    ns = kw.get("num_stages")
+    if kind == "parallel":
+        start = Const(0)
+        stop = TupleExpr(tuple(pos)) if len(pos) != 1 else pos[0]
+    else:
+        if len(pos) >= 2:
+            start, stop = pos[0], pos[1]
+        elif len(pos) == 1:
+            start, stop = Const(0), pos[0]
+        if kind == "pipelined" and ns is None and len(pos) >= 3:
+            ns = pos[2]
+    start = kw.get("start", start)
+    stop = kw.get("stop", stop)
+
+    def tup(key):
+        v = kw.get(key)
+        if v is None:
+            return None
+        return v.items if isinstance(v, TupleExpr) else (v,)
+
+    order, stage = tup("order"), tup("stage")
+    ann = kw.get("annotations")
+    return dataclasses.replace(
+        loop, kind=kind, start=start, stop=stop, num_stages=ns,
+        num_stages_span=None if ns is None else loop.iter_span,
+        order=order, order_span=None if order is None else loop.iter_span,
+        stage=stage, stage_span=None if stage is None else loop.iter_span,
+        annotations=ann.items if isinstance(ann, DictExpr) else (),
+        condition=condition)
 
 
 def _contains_kernel_with(fn: cst.FunctionDef, builder: _Builder) -> bool:
@@ -1258,6 +1858,12 @@ _BINOPS = {
     cst.MatrixMultiply: "@",
 }
 _UNOPS = {cst.Minus: "-", cst.Plus: "+", cst.Not: "not", cst.BitInvert: "~"}
+_AUGOPS = {
+    cst.AddAssign: "+", cst.SubtractAssign: "-", cst.MultiplyAssign: "*",
+    cst.DivideAssign: "/", cst.FloorDivideAssign: "//", cst.ModuloAssign: "%",
+    cst.PowerAssign: "**", cst.LeftShiftAssign: "<<", cst.RightShiftAssign: ">>",
+    cst.BitAndAssign: "&", cst.BitOrAssign: "|", cst.BitXorAssign: "^",
+}
 _CMPOPS = {
     cst.LessThan: "<", cst.LessThanEqual: "<=", cst.GreaterThan: ">",
     cst.GreaterThanEqual: ">=", cst.Equal: "==", cst.NotEqual: "!=",

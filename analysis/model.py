@@ -94,6 +94,7 @@ class Call:
 @dataclass(frozen=True)
 class TupleExpr:
     items: Tuple["Expr", ...]
+    is_list: bool = False  # written ``[...]`` (a mutable list in Python)
 
 
 @dataclass(frozen=True)
@@ -167,6 +168,9 @@ class Loop:
     # For ``T.Pipelined(...) if c else T.serial(...)`` or a helper iterator: the
     # condition under which this loop is pipelined (None = always).
     condition: Optional[Expr] = None
+    # ``for k in helper(...)``: the iterator call as written when it is not a
+    # ``T.*`` loop (resolved against the file's iterator helpers after parsing).
+    iterator: Optional[Expr] = None
 
 
 @dataclass(frozen=True)
@@ -276,6 +280,46 @@ class Macro:
 
 
 @dataclass(frozen=True)
+class FuncStmt:
+    """One statement of an ordinary (non-kernel) function, kept so that the
+    value resolver can follow it without executing the file.
+
+    kind: assign (``target = value``), if (``value`` is the test), for
+    (``target`` in ``value``), while, return, expr (a bare call), pass.
+    """
+
+    kind: str
+    span: Span
+    target: Optional["Expr"] = None
+    value: Optional["Expr"] = None
+    body: Tuple["FuncStmt", ...] = ()
+    orelse: Tuple["FuncStmt", ...] = ()
+
+    @property
+    def line(self) -> int:
+        return self.span.line
+
+    @property
+    def end_line(self) -> int:
+        return self.span.end_line
+
+
+@dataclass(frozen=True)
+class FuncDef:
+    """An ordinary function of the file (a factory, ``main``, a test, a config
+    helper): its parameters, decorators and a statement summary."""
+
+    name: str
+    span: Span
+    params: Tuple[Param, ...] = ()
+    body: Tuple[FuncStmt, ...] = ()
+    decorators: Tuple["Expr", ...] = ()
+    class_name: Optional[str] = None
+    vararg: Optional[str] = None  # ``*args``
+    kwarg: Optional[str] = None  # ``**kwargs``
+
+
+@dataclass(frozen=True)
 class Module:
     kernels: Tuple[Kernel, ...] = ()
     constants: Tuple[Tuple[str, Expr], ...] = ()  # module-level NAME = expr
@@ -284,6 +328,12 @@ class Module:
     macros: Tuple[Macro, ...] = ()
     imports_tilelang: bool = False
     problems: Tuple["Diagnostic", ...] = ()
+    # Every ordinary function (top level and methods), for the value resolver.
+    defs: Tuple[FuncDef, ...] = ()
+    # ``parser.add_argument("--num_stages", type=int, default=3)``: dest → default.
+    argparse: Tuple[Tuple[str, Expr], ...] = ()
+    # The module's own statements (``if __name__ == "__main__":`` blocks included).
+    toplevel: Tuple[FuncStmt, ...] = ()
 
 
 # --------------------------------------------------------------------------

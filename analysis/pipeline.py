@@ -73,10 +73,15 @@ def analyze_kernel(module: Module, kernel: Kernel, target: str, settings: Settin
     overrides = kernel_overrides(kernel, settings)
     insts = values.instances(module, kernel, overrides, all_calls=settings.all_bindings)
     results: List[KernelResult] = []
-    diags: List[Diagnostic] = []
-    seen: Set[Tuple[str, int, int, str]] = set()
+    # One diagnostic per (code, position, message), with every configuration
+    # it holds for.
+    merged: Dict[Tuple[str, int, int, str], Tuple[Diagnostic, List[str]]] = {}
+    base_kernel = kernel
     for inst in insts:
         env = inst.env
+        # Loops whose conditional iterator takes its serial arm here are plain
+        # loops for every pass (planning, warp specialization, packing, sync).
+        kernel = active_view(base_kernel, env)
         allocs: Dict[str, Alloc] = {a.name: a for a in kernel.allocs}
         tinfo = targets_mod.get(target)
         ws_mode = "none"
@@ -116,7 +121,7 @@ def analyze_kernel(module: Module, kernel: Kernel, target: str, settings: Settin
             kdiags.extend(adiags)
         kdiags.extend(unresolved_diagnostics(kernel, env))
         results.append(KernelResult(
-            kernel=kernel,
+            kernel=base_kernel,
             bindings=inst.bindings,
             unresolved=tuple(sorted(_unresolved_names(kernel, env))),
             threads=threads,
@@ -132,13 +137,60 @@ def analyze_kernel(module: Module, kernel: Kernel, target: str, settings: Settin
         ))
         for d in kdiags:
             key = (d.code, d.span.line, d.span.col, d.message)
-            if key in seen:
-                continue
-            seen.add(key)
-            if len(insts) > 1 and inst.label != "defaults":
-                d = _replace(d, configs=d.configs + (inst.label,))
-            diags.append(_replace(d, kernel=kernel.name) if d.kernel is None else d)
+            if key not in merged:
+                merged[key] = (d, [])
+            labels = merged[key][1]
+            if inst.label not in labels:
+                labels.append(inst.label)
+    diags: List[Diagnostic] = []
+    for d, labels in merged.values():
+        if len(insts) > 1 and len(labels) < len(insts):
+            # Holds for some configurations only: say which.
+            d = _replace(d, configs=tuple(d.configs) + tuple(
+                lb for lb in labels if lb not in d.configs))
+        diags.append(_replace(d, kernel=kernel.name) if d.kernel is None else d)
     return results, diags
+
+
+def active_view(kernel: Kernel, env: values.Env) -> Kernel:
+    """``kernel`` with every pipelined loop whose condition is false in ``env``
+    turned into the serial loop the compiler sees (the same object when there
+    is none)."""
+    if not any(lp.condition is not None and not loop_active(lp, env)
+               for lp in pipelined_loops(kernel.body)):
+        return kernel
+    import dataclasses
+
+    def fix(stmts: Sequence[Stmt]) -> Tuple[Stmt, ...]:
+        out = []
+        for st in stmts:
+            children = fix(st.children) if st.children else st.children
+            loop = st.loop
+            kind = st.kind
+            if loop is not None:
+                loop = dataclasses.replace(loop, body=children)
+                if loop.kind == "pipelined" and not loop_active(loop, env):
+                    loop = dataclasses.replace(loop, kind="serial", num_stages=None,
+                                               num_stages_span=None, order=None, stage=None,
+                                               condition=None)
+                    kind = "serial"
+            if children is st.children and loop is st.loop:
+                out.append(st)
+            else:
+                out.append(dataclasses.replace(st, kind=kind, children=children, loop=loop))
+        return tuple(out)
+
+    return dataclasses.replace(kernel, body=fix(kernel.body))
+
+
+def loop_active(loop: Loop, env: values.Env) -> bool:
+    """False when the loop's iterator is a conditional (``T.Pipelined(...) if c
+    else T.serial(...)``, directly or through a helper) whose pipelined arm is
+    known not to be taken in this binding."""
+    if loop.condition is None:
+        return True
+    c = env.eval(loop.condition)
+    return c is None or bool(c)
 
 
 def _ws_fallback(kernel: Kernel, loops: Sequence[LoopResult],
@@ -222,7 +274,7 @@ def noqa_map(source: str) -> Dict[int, Optional[Tuple[str, ...]]]:
     out: Dict[int, Optional[Tuple[str, ...]]] = {}
     if "noqa" not in source.lower():
         return out
-    for i, line in enumerate(source.splitlines(), start=1):
+    for i, line in enumerate(_plain_lines(source), start=1):
         if "#" not in line:
             continue
         m = _NOQA.search(line)
@@ -232,6 +284,10 @@ def noqa_map(source: str) -> Dict[int, Optional[Tuple[str, ...]]]:
         out[i] = None if codes is None else tuple(
             c.strip().upper() for c in codes.split(","))
     return out
+
+
+def _plain_lines(source: str) -> List[str]:
+    return [ln.rstrip("\r\n") for ln in frontend.source_lines(source)]
 
 
 def selected(code: str, settings: Settings) -> bool:
@@ -260,7 +316,7 @@ def filter_diagnostics(diags: Sequence[Diagnostic], source: str,
             continue
         out.append(d)
     if selected("TL900", settings):
-        lines = (source or "").splitlines()
+        lines = _plain_lines(source or "")
         for line, codes in noqa.items():
             hit = used.get(line, set())
             unused = [c for c in (codes or ()) if c not in hit] if codes else []

@@ -9,14 +9,16 @@ explicit bindings (a ``# tilelint: bind`` comment or configuration).
 
 from __future__ import annotations
 
+import itertools
 import math
 import operator
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from .model import (
-    Attr, BinOp, Binding, Call, CallSite, Compare, Const, DictExpr, Expr, IfExp,
-    Kernel, Module, Name, Opaque, Slice, Subscript, TupleExpr, UnaryOp,
+    Attr, BinOp, Binding, Call, CallSite, Compare, Const, DictExpr, Expr, FuncDef,
+    FuncStmt, IfExp, Kernel, Module, Name, Opaque, Param, Slice, Subscript, TupleExpr,
+    UnaryOp,
 )
 
 
@@ -34,6 +36,18 @@ class Unknown(Exception):
 @dataclass(frozen=True)
 class Symbolic:
     name: str
+
+
+@dataclass(frozen=True)
+class Unresolved:
+    """A value the resolver could not compute; ``names`` block it."""
+
+    names: frozenset
+
+
+_TORCH_DTYPES = {"float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16",
+                 "int32", "int64", "bool", "half", "float", "double", "float8_e4m3fn",
+                 "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"}
 
 
 _DTYPE_ALIASES = {
@@ -87,10 +101,13 @@ class Env:
     def __init__(self, exprs: Mapping[str, Expr] | None = None,
                  values: Mapping[str, object] | None = None,
                  sources: Mapping[str, str] | None = None,
-                 module_dicts: Mapping[str, Expr] | None = None) -> None:
+                 module_dicts: Mapping[str, Expr] | None = None,
+                 program: "Optional[Program]" = None) -> None:
         self.exprs: Dict[str, Expr] = dict(exprs or {})
         self.values: Dict[str, object] = dict(values or {})
         self.sources: Dict[str, str] = dict(sources or {})
+        # The file's functions and argparse defaults (None: plain expressions only).
+        self.program = program
         self._cache: Dict[str, object] = {}
         self._active: Set[str] = set()
 
@@ -128,6 +145,21 @@ class Env:
         except Exception:
             return set()
 
+    def reason(self, expr: Optional[Expr]) -> str:
+        """Why ``expr`` is not known: the blocking names, else what stopped the
+        evaluation ("call get_e_factor"); empty if it is known."""
+        if expr is None:
+            return ""
+        try:
+            self._eval(expr, 0)
+            return ""
+        except Unknown as exc:
+            if exc.names:
+                return ", ".join(sorted(exc.names))
+            return exc.why or "not a constant expression"
+        except Exception as exc:  # noqa: BLE001
+            return type(exc).__name__
+
     def lookup(self, name: str) -> object:
         try:
             return self._name(name, 0)
@@ -140,6 +172,8 @@ class Env:
             v = self.values[name]
             if isinstance(v, Symbolic):
                 raise Unknown([v.name])
+            if isinstance(v, Unresolved):
+                raise Unknown(v.names)
             if v is None:  # ``block_K=None``: a size nobody gave
                 raise Unknown([name])
             return v
@@ -153,6 +187,10 @@ class Env:
             self._active.add(name)
             try:
                 v = self._eval(self.exprs[name], depth + 1)
+            except Unknown as exc:
+                if not exc.names:  # name what is blocked, keep why
+                    raise Unknown([name], exc.why)
+                raise
             finally:
                 self._active.discard(name)
             self._cache[name] = v
@@ -173,6 +211,9 @@ class Env:
         if isinstance(e, Attr):
             if isinstance(e.base, Name) and e.base.id == "T":
                 return normalise_dtype(e.attr)
+            if isinstance(e.base, Name) and e.base.id == "torch" and e.attr in _TORCH_DTYPES \
+                    and e.base.id not in self.values:
+                return normalise_dtype(e.attr.replace("fn", "").replace("uz", ""))
             base = self._eval(e.base, depth + 1)
             if isinstance(base, dict) and e.attr in base:
                 return base[e.attr]
@@ -185,8 +226,12 @@ class Env:
                 raise Unknown([], e.op)
             left = self._eval(e.left, depth + 1)
             right = self._eval(e.right, depth + 1)
-            if isinstance(left, tuple) and isinstance(right, tuple) and e.op == "+":
-                return left + right
+            if isinstance(left, (tuple, list)) and isinstance(right, (tuple, list)) \
+                    and e.op == "+":
+                return tuple(left) + tuple(right)
+            if isinstance(left, (tuple, list, str)) and isinstance(right, int) and e.op == "*" \
+                    and not isinstance(right, bool) and 0 <= right <= 4096:
+                return left * right
             if not _is_num(left) or not _is_num(right):
                 if isinstance(left, str) and isinstance(right, str) and e.op == "+":
                     return left + right
@@ -214,6 +259,18 @@ class Env:
             if e.op == "or":
                 left = self._eval(e.left, depth + 1)
                 return left or self._eval(e.right, depth + 1)
+            if e.op in ("in", "not in"):
+                left = self._eval(e.left, depth + 1)
+                right = self._eval(e.right, depth + 1)
+                if not isinstance(right, (tuple, list, dict, str, set, frozenset)):
+                    raise Unknown([], "in")
+                return (left in right) == (e.op == "in")
+            if e.op in ("is", "is not"):
+                left = self._eval(e.left, depth + 1)
+                right = self._eval(e.right, depth + 1)
+                if right is not None and left is not None:
+                    raise Unknown([], "is")
+                return (left is right) == (e.op == "is")
             fn = _CMP.get(e.op)
             if fn is None:
                 raise Unknown([], e.op)
@@ -222,7 +279,8 @@ class Env:
             return self._eval(e.body if self._eval(e.test, depth + 1) else e.orelse,
                               depth + 1)
         if isinstance(e, TupleExpr):
-            return tuple(self._eval(i, depth + 1) for i in e.items)
+            items = [self._eval(i, depth + 1) for i in e.items]
+            return items if getattr(e, "is_list", False) else tuple(items)
         if isinstance(e, DictExpr):
             return {k: self._eval(v, depth + 1) for k, v in e.items}
         if isinstance(e, Subscript):
@@ -267,14 +325,639 @@ class Env:
                 names = [n.strip() for n in args[0].value.replace(",", " ").split()]
             raise Unknown(names or ["<symbolic>"], "symbolic")
         if f in ("dict",):
-            return {k: self._eval(v, depth + 1) for k, v in e.kwargs}
+            out = {}
+            if args:
+                base = self._eval(args[0], depth + 1)
+                out.update(dict(base))
+            out.update({k: self._eval(v, depth + 1) for k, v in e.kwargs})
+            return out
         if f in ("len",):
             return len(self._eval(args[0], depth + 1))
-        raise Unknown([], f"call {f}")
+        return _builtin_call(self, e, depth)
+
+
+_MAX_ITEMS = 4096
+
+
+def _seq(v: object) -> list:
+    if isinstance(v, dict):
+        return list(v)
+    if isinstance(v, (tuple, list, range, str, set, frozenset)):
+        if len(v) > _MAX_ITEMS:
+            raise Unknown([], "sequence too long")
+        return list(v)
+    raise Unknown([], "not iterable")
+
+
+def _assign_target(target: Expr, value: object, scope: Dict[str, object]) -> None:
+    """Python assignment of ``value`` to ``target`` in ``scope`` (names, tuple
+    unpacking, ``d["k"] = v``).  Unknown values become :class:`Unresolved`."""
+    if isinstance(target, Name):
+        scope[target.id] = value
+        return
+    if isinstance(target, TupleExpr):
+        items = None
+        if not isinstance(value, (Unresolved, Symbolic)):
+            try:
+                items = _seq(value)
+            except Unknown:
+                items = None
+        if items is not None and len(items) == len(target.items):
+            for t, v in zip(target.items, items):
+                _assign_target(t, v, scope)
+        else:
+            why = value if isinstance(value, Unresolved) else Unresolved(frozenset())
+            for t in target.items:
+                _assign_target(t, why, scope)
+        return
+    if isinstance(target, Subscript) and isinstance(target.value, Name):
+        base = scope.get(target.value.id)
+        if isinstance(base, dict) and isinstance(target.index, Const):
+            base[target.index.value] = value
+        return
+    if isinstance(target, Attr) and isinstance(target.base, Name):
+        base = scope.get(target.base.id)
+        if isinstance(base, dict):  # ``self.block_M = 128`` on an object
+            base[target.attr] = value
+
+
+def _builtin_call(env: "Env", e: Call, depth: int) -> object:
+    f = e.func
+    ev = lambda x: env._eval(x, depth + 1)  # noqa: E731
+    args = e.args
+    if any(isinstance(a, Opaque) for a in args):
+        raise Unknown([], "starred argument")
+    if f in ("<listcomp>", "<dictcomp>"):
+        return _comprehension(env, e, depth)
+    if f == "range":
+        vals = [ev(a) for a in args]
+        if not all(isinstance(v, int) for v in vals) or not vals:
+            raise Unknown([], "range")
+        r = range(*vals)
+        if len(r) > _MAX_ITEMS:
+            raise Unknown([], "range too long")
+        return r
+    if f in ("list", "tuple", "sorted", "set"):
+        items = _seq(ev(args[0])) if args else []
+        if f == "sorted":
+            items = sorted(items)
+        return list(items) if f != "tuple" else tuple(items)
+    if f == "zip":
+        return list(zip(*[_seq(ev(a)) for a in args]))
+    if f == "enumerate":
+        return list(enumerate(_seq(ev(args[0]))))
+    if f in ("itertools.product", "product"):
+        seqs = [_seq(ev(a)) for a in args]
+        n = 1
+        for sq in seqs:
+            n *= max(len(sq), 1)
+        if n > _MAX_ITEMS:
+            raise Unknown([], "product too large")
+        return list(itertools.product(*seqs))
+    if f in ("sum",):
+        return sum(_seq(ev(args[0])))
+    if f in ("abs",):
+        return abs(ev(args[0]))
+    if f in ("bool",):
+        return bool(ev(args[0]))
+    if f in ("round",):
+        return round(*[ev(a) for a in args])
+    if f in ("pytest.param",):
+        return tuple(ev(a) for a in args)
+    if f in ("math.prod",):
+        return math.prod(_seq(ev(args[0])))
+    if f in ("math.gcd",):
+        return math.gcd(*[ev(a) for a in args])
+    if f.split(".")[-1] in ("next_power_of_2", "next_pow2", "next_power_of_two"):
+        v = ev(args[0])
+        if not isinstance(v, int) or v > 1 << 40:
+            raise Unknown([], f"call {f}")
+        return 1 if v <= 1 else 1 << (v - 1).bit_length()
+    if f in ("T.float16", "T.float32", "T.bfloat16") and not args:
+        return normalise_dtype(f[2:])
+    prog = env.program
+    if "." in f:
+        base, meth = f.rsplit(".", 1)
+        if meth in ("parse_args", "parse_known_args") and prog is not None:
+            d = prog.argparse_values()
+            return (d, []) if meth == "parse_known_args" else d
+        if not base and args:  # ``Call(".items", (receiver, ...))``
+            return _method(ev(args[0]), meth, args[1:], ev, f)
+        if "." not in base and (base in env.values or base in env.exprs):
+            return _method(env._name(base, depth + 1), meth, args, ev, f)
+    if prog is not None and f in prog.classes:
+        pos = [ev(a) for a in args]
+        kw = {k: ev(v) for k, v in e.kwargs}
+        return prog.construct(f, pos, kw, depth + 1)
+    if prog is not None:
+        fdef = prog.function(f)
+        if fdef is not None:
+            pos = [ev(a) for a in args]
+            kw = {k: ev(v) for k, v in e.kwargs}
+            return prog.call(fdef, pos, kw, depth + 1)
+    raise Unknown([], f"call {f}")
+
+
+def _method(obj: object, meth: str, args: Sequence[Expr], ev, f: str) -> object:
+    """The few side-effect-free methods of dicts, lists and strings we follow."""
+    if isinstance(obj, dict):
+        if meth == "get" and args:
+            key = ev(args[0])
+            if key in obj:
+                return obj[key]
+            return ev(args[1]) if len(args) > 1 else None
+        if meth in ("keys", "values", "items"):
+            return list(getattr(obj, meth)())
+        if meth == "copy":
+            return dict(obj)
+    if isinstance(obj, list) and meth == "copy":
+        return list(obj)
+    if isinstance(obj, (list, tuple)) and meth in ("index", "count") and args:
+        return getattr(obj, meth)(ev(args[0]))
+    if isinstance(obj, str) and meth in ("upper", "lower", "strip") and not args:
+        return getattr(obj, meth)()
+    raise Unknown([], f"call {f}")
+
+
+def _comprehension(env: "Env", e: Call, depth: int) -> object:
+    dict_comp = e.func == "<dictcomp>"
+    head = e.args[:2] if dict_comp else e.args[:1]
+    gens = e.args[len(head):]
+    out_list: list = []
+    out_dict: dict = {}
+    base_values = env.values
+    count = [0]
+
+    def rec(i: int, scope: Dict[str, object]) -> None:
+        if i == len(gens):
+            sub = Env(env.exprs, scope, env.sources, program=env.program)
+            if dict_comp:
+                out_dict[sub._eval(head[0], depth + 1)] = sub._eval(head[1], depth + 1)
+            else:
+                out_list.append(sub._eval(head[0], depth + 1))
+            return
+        gen = gens[i]
+        if not isinstance(gen, TupleExpr) or len(gen.items) != 3:
+            raise Unknown([], "comprehension")
+        target, it, conds = gen.items
+        sub = Env(env.exprs, scope, env.sources, program=env.program)
+        for item in _seq(sub._eval(it, depth + 1)):
+            count[0] += 1
+            if count[0] > _MAX_ITEMS:
+                raise Unknown([], "comprehension too large")
+            inner = dict(scope)
+            _assign_target(target, item, inner)
+            ienv = Env(env.exprs, inner, env.sources, program=env.program)
+            if all(ienv._eval(c, depth + 1) for c in (conds.items if isinstance(conds, TupleExpr)
+                                                       else ())):
+                rec(i + 1, inner)
+
+    rec(0, dict(base_values))
+    return out_dict if dict_comp else out_list
 
 
 def _is_num(v: object) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) or isinstance(v, bool)
+
+
+# --------------------------------------------------------------------------
+# The file as a program: functions, call contexts, argparse (never executed)
+# --------------------------------------------------------------------------
+
+_MAX_CALL_DEPTH = 6  # nested calls of the file's own functions
+_MAX_CHAIN = 4  # caller-of-caller levels followed for call contexts
+_MAX_CONTEXTS = 64  # contexts kept per function / call site
+_MAX_STEPS = 20000  # statements interpreted per run
+MAX_INSTANCES = 32  # instances of one kernel
+
+
+class _Return(Exception):
+    def __init__(self, value: object) -> None:
+        super().__init__()
+        self.value = value
+
+
+class _Budget(Exception):
+    pass
+
+
+class Program:
+    """What the resolver knows about a file besides its kernels: ordinary
+    functions (interpreted on demand, never executed), argparse defaults, the
+    module's own statements, and the call contexts they give each call site."""
+
+    def __init__(self, module: Module) -> None:
+        self.module = module
+        self.constants: Dict[str, Expr] = module_exprs(module)
+        self.defs: Dict[str, FuncDef] = {}
+        self.methods: Dict[Tuple[str, str], FuncDef] = {}
+        for d in getattr(module, "defs", ()):
+            if d.class_name is None or d.name not in self.defs:
+                self.defs[d.name] = d
+            if d.class_name is not None:
+                self.methods.setdefault((d.class_name, d.name), d)
+        self.classes: Set[str] = {c for c, _ in self.methods}
+        self._instances: Dict[str, object] = {}
+        self.argparse: Dict[str, Expr] = {}
+        for k, v in getattr(module, "argparse", ()):
+            self.argparse.setdefault(k, v)
+        self._argvals: Optional[Dict[str, object]] = None
+        self._ctx_cache: Dict[Tuple[int, int], List[Tuple["Env", str]]] = {}
+        self._param_cache: Dict[str, List[Tuple[Dict[str, object], str]]] = {}
+        self._active: Set[str] = set()
+        self._call_memo: Dict[Tuple, object] = {}
+        self.steps = 0
+
+    # -- helpers ------------------------------------------------------------
+    def env(self, values: Optional[Mapping[str, object]] = None) -> "Env":
+        return Env(self.constants, values or {}, program=self)
+
+    def function(self, name: str) -> Optional[FuncDef]:
+        if name in self.defs:
+            return self.defs[name]
+        if name.startswith("self.") and name[5:] in self.defs:
+            return self.defs[name[5:]]
+        return None
+
+    def argparse_values(self) -> Dict[str, object]:
+        if self._argvals is None:
+            self._argvals = {}
+            env = Env(self.constants, {}, program=None)
+            for k, e in self.argparse.items():
+                v = env.eval(e)
+                self._argvals[k] = v if v is not None else Unresolved(frozenset([k]))
+        return dict(self._argvals)
+
+    def bind_params(self, fdef: FuncDef, pos: Sequence[object], kw: Mapping[str, object],
+                    skip_self: bool = True) -> Dict[str, object]:
+        params = list(fdef.params)
+        if skip_self and fdef.class_name is not None and params and params[0].name in (
+                "self", "cls"):
+            params = params[1:]
+        scope: Dict[str, object] = {}
+        names = [p.name for p in params]
+        for n, v in zip(names, pos):
+            scope[n] = v
+        if fdef.vararg:
+            scope[fdef.vararg] = tuple(pos[len(names):])
+        extra = {}
+        for k, v in kw.items():
+            if k in names:
+                scope[k] = v
+            else:
+                extra[k] = v
+        if fdef.kwarg:
+            scope[fdef.kwarg] = extra
+        if fdef.class_name is not None and skip_self and len(params) < len(fdef.params) \
+                and fdef.params[0].name == "self" and "self" not in scope:
+            scope["self"] = self.default_object(fdef.class_name)
+        menv = self.env()
+        for p in params:
+            if p.name in scope:
+                continue
+            if p.default is not None:
+                v = menv.eval(p.default)
+                scope[p.name] = v if v is not None or (
+                    isinstance(p.default, Const) and p.default.value is None) else \
+                    Unresolved(frozenset([p.name]))
+            else:
+                scope[p.name] = Unresolved(frozenset([p.name]))
+        return scope
+
+    # -- classes ----------------------------------------------------------------
+    def construct(self, cls: str, pos: Sequence[object], kw: Mapping[str, object],
+                  depth: int) -> Dict[str, object]:
+        """``Cls(...)``: the attributes ``__init__`` assigns to ``self``."""
+        obj: Dict[str, object] = {}
+        init = self.methods.get((cls, "__init__"))
+        if init is None or depth > _MAX_CALL_DEPTH:
+            return obj
+        scope = self.bind_params(init, pos, kw)
+        scope["self"] = obj
+        key = "__init__@" + cls
+        if key in self._active:
+            return obj
+        self._active.add(key)
+        try:
+            self._exec(init.body, scope, depth, None, [])
+        except (_Return, _Budget):
+            pass
+        finally:
+            self._active.discard(key)
+        return obj
+
+    def default_object(self, cls: str) -> object:
+        """``self`` for a method: the object built by the first ``Cls(...)`` in
+        the file (unknown if there is none)."""
+        if cls in self._instances:
+            return self._instances[cls]
+        self._instances[cls] = Unresolved(frozenset(["self"]))
+        for c in self.module.call_sites:
+            if c.func == cls:
+                ctxs = self.contexts_at(c)
+                if ctxs:
+                    pos, kw = self.call_values(c, ctxs[0][0])
+                    self._instances[cls] = self.construct(cls, pos, kw, 1)
+                break
+        return self._instances[cls]
+
+    # -- calling a function ---------------------------------------------------
+    def call(self, fdef: FuncDef, pos: Sequence[object], kw: Mapping[str, object],
+             depth: int) -> object:
+        if depth > _MAX_CALL_DEPTH or fdef.name in self._active:
+            raise Unknown([], f"call {fdef.name}: too deep")
+        try:
+            key = (fdef.name, tuple(pos), tuple(sorted(kw.items())))
+            hash(key)
+        except TypeError:
+            key = None
+        if key is not None and key in self._call_memo:
+            v = self._call_memo[key]
+            if isinstance(v, Unknown):
+                raise v
+            return v
+        scope = self.bind_params(fdef, pos, kw)
+        self._active.add(fdef.name)
+        try:
+            self._exec(fdef.body, scope, depth, None, [])
+            result: object = None
+        except _Return as r:
+            result = r.value
+        except _Budget:
+            result = Unresolved(frozenset())
+        finally:
+            self._active.discard(fdef.name)
+        if isinstance(result, (Unresolved, Symbolic)):
+            exc = Unknown(result.names if isinstance(result, Unresolved) else [result.name],
+                          f"call {fdef.name}")
+            if key is not None:
+                self._call_memo[key] = exc
+            raise exc
+        if key is not None and not isinstance(result, (list, dict)):
+            self._call_memo[key] = result
+        return result
+
+    # -- the statement interpreter ----------------------------------------------
+    def _value(self, e: Optional[Expr], scope: Dict[str, object], depth: int) -> object:
+        if e is None:
+            return None
+        env = Env(self.constants, scope, program=self)
+        try:
+            return env._eval(e, depth)
+        except Unknown as exc:
+            return Unresolved(frozenset(exc.names))
+        except (ArithmeticError, TypeError, ValueError, OverflowError, RecursionError,
+                KeyError, IndexError, AttributeError):
+            return Unresolved(frozenset())
+
+    def _exec(self, stmts: Sequence[FuncStmt], scope: Dict[str, object], depth: int,
+              stop_line: Optional[int], snaps: List[Dict[str, object]]) -> None:
+        for st in stmts:
+            self.steps += 1
+            if self.steps > _MAX_STEPS or len(snaps) >= _MAX_CONTEXTS:
+                raise _Budget()
+            inside = stop_line is not None and st.line <= stop_line <= st.end_line
+            if inside and st.kind in ("assign", "expr", "return"):
+                snaps.append(dict(scope))
+            if st.kind == "assign":
+                _assign_target(st.target, self._value(st.value, scope, depth), scope)
+            elif st.kind == "expr":
+                self._effect(st.value, scope, depth)
+            elif st.kind == "return":
+                if stop_line is None:
+                    raise _Return(self._value(st.value, scope, depth))
+                if not inside:
+                    return
+            elif st.kind == "if":
+                test = self._value(st.value, scope, depth)
+                if stop_line is not None and _covers(st.body, stop_line):
+                    self._exec(st.body, scope, depth, stop_line, snaps)
+                elif stop_line is not None and _covers(st.orelse, stop_line):
+                    self._exec(st.orelse, scope, depth, stop_line, snaps)
+                elif isinstance(test, (Unresolved, Symbolic)):
+                    self._exec(st.orelse, scope, depth, stop_line, snaps)
+                elif test:
+                    self._exec(st.body, scope, depth, stop_line, snaps)
+                else:
+                    self._exec(st.orelse, scope, depth, stop_line, snaps)
+            elif st.kind == "for":
+                it = self._value(st.value, scope, depth)
+                try:
+                    items = None if isinstance(it, (Unresolved, Symbolic)) else _seq(it)
+                except Unknown:
+                    items = None
+                if items is None:
+                    if inside:
+                        _assign_target(st.target, it if isinstance(it, Unresolved)
+                                       else Unresolved(frozenset()), scope)
+                        self._exec(st.body, scope, depth, stop_line, snaps)
+                    continue
+                for item in items:
+                    _assign_target(st.target, item, scope)
+                    self._exec(st.body, scope, depth, stop_line, snaps)
+                self._exec(st.orelse, scope, depth, stop_line, snaps)
+            elif st.kind == "while":
+                if inside:
+                    self._exec(st.body, scope, depth, stop_line, snaps)
+
+    def _effect(self, e: Optional[Expr], scope: Dict[str, object], depth: int) -> None:
+        """A bare call statement: only list/dict mutation is followed."""
+        if not isinstance(e, Call) or "." not in e.func:
+            return
+        base, meth = e.func.rsplit(".", 1)
+        obj = scope.get(base)
+        if isinstance(obj, list) and meth in ("append", "extend") and e.args:
+            v = self._value(e.args[0], scope, depth)
+            if meth == "append":
+                obj.append(v)
+            elif isinstance(v, (list, tuple)):
+                obj.extend(v)
+        elif isinstance(obj, dict) and meth == "update":
+            if e.args:
+                v = self._value(e.args[0], scope, depth)
+                if isinstance(v, dict):
+                    obj.update(v)
+            for k, x in e.kwargs:
+                obj[k] = self._value(x, scope, depth)
+
+    # -- call contexts ------------------------------------------------------------
+    def contexts_at(self, call: CallSite, chain: int = 0) -> List[Tuple["Env", str]]:
+        """Environments of the code around ``call`` (one per way it is reached)."""
+        key = (id(call), chain)
+        if key in self._ctx_cache:
+            return self._ctx_cache[key]
+        self._ctx_cache[key] = [(self.env(), "")]  # guards recursion
+        out: List[Tuple[Env, str]] = []
+        try:
+            if call.enclosing is None:
+                snaps: List[Dict[str, object]] = []
+                self.steps = 0
+                try:
+                    self._exec(getattr(self.module, "toplevel", ()), {}, 0, call.span.line,
+                               snaps)
+                except (_Budget, _Return):
+                    pass
+                for snap in snaps[:1] or [{}]:
+                    out.append((self._frame_env(snap), ""))
+            else:
+                fdef = self.defs.get(call.enclosing)
+                if fdef is None:
+                    out.append((self.env(), ""))
+                else:
+                    for binding, label in self.param_contexts(fdef, chain + 1):
+                        snaps = []
+                        self.steps = 0
+                        try:
+                            self._exec(fdef.body, dict(binding), 0, call.span.line, snaps)
+                        except (_Budget, _Return):
+                            pass
+                        for snap in snaps or [dict(binding)]:
+                            out.append((self._frame_env(snap), label))
+                            if len(out) >= _MAX_CONTEXTS:
+                                break
+                        if len(out) >= _MAX_CONTEXTS:
+                            break
+        except RecursionError:
+            out = out or [(self.env(), "")]
+        self._ctx_cache[key] = out
+        return out
+
+    def _frame_env(self, scope: Mapping[str, object]) -> "Env":
+        # A function's locals shadow module constants of the same name.
+        exprs = {k: v for k, v in self.constants.items() if k not in scope}
+        return Env(exprs, dict(scope), program=self)
+
+    def param_contexts(self, fdef: FuncDef, chain: int) -> List[Tuple[Dict[str, object], str]]:
+        """Ways the parameters of ``fdef`` get values: parametrize cases, call
+        sites in the file (followed up to a few callers), or the defaults."""
+        if fdef.name in self._param_cache:
+            return self._param_cache[fdef.name]
+        self._param_cache[fdef.name] = [(self.bind_params(fdef, [], {}), "")]
+        out: List[Tuple[Dict[str, object], str]] = []
+        cases = self.parametrize_cases(fdef)
+        if cases:
+            for case in cases[:_MAX_CONTEXTS]:
+                out.append((self.bind_params(fdef, [], case), ""))
+        elif chain <= _MAX_CHAIN:
+            for c in self.module.call_sites:
+                if c.enclosing == fdef.name or c.via == "partial":
+                    continue
+                if not (c.func == fdef.name or c.func == "self." + fdef.name):
+                    continue
+                for cenv, label in self.contexts_at(c, chain):
+                    pos, kw = self.call_values(c, cenv)
+                    out.append((self.bind_params(fdef, pos, kw), label))
+                    if len(out) >= _MAX_CONTEXTS:
+                        break
+                if len(out) >= _MAX_CONTEXTS:
+                    break
+        if not out:
+            out = [(self.bind_params(fdef, [], {}), "")]
+        self._param_cache[fdef.name] = out
+        return out
+
+    def call_values(self, call: CallSite, cenv: "Env") -> Tuple[List[object], Dict[str, object]]:
+        pos: List[object] = []
+        for a in call.args:
+            if isinstance(a, Opaque):
+                break
+            pos.append(_value_or_unresolved(cenv, a))
+        kw: Dict[str, object] = {}
+        for star in call.star_kwargs:
+            d = cenv.eval(star)
+            if isinstance(d, dict):
+                kw.update({k: v for k, v in d.items() if isinstance(k, str)})
+        for k, a in call.kwargs:
+            kw[k] = _value_or_unresolved(cenv, a)
+        return pos, kw
+
+    def parametrize_cases(self, fdef: FuncDef) -> List[Dict[str, object]]:
+        """``@pytest.mark.parametrize("a, b", [(1, 2), (3, 4)])`` (stacked ones
+        multiply): one dict per case."""
+        combos: List[Dict[str, object]] = [{}]
+        found = False
+        env = self.env()
+        for d in fdef.decorators:
+            if not isinstance(d, Call) or not d.func.endswith("parametrize"):
+                continue
+            args = list(d.args)
+            kw = dict(d.kwargs)
+            names_e = args[0] if args else kw.get("argnames")
+            vals_e = args[1] if len(args) > 1 else kw.get("argvalues")
+            names = env.eval(names_e)
+            if isinstance(names, str):
+                names = [n.strip() for n in names.split(",") if n.strip()]
+            if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
+                continue
+            cases = env.eval(vals_e)
+            if not isinstance(cases, (list, tuple)):
+                continue
+            wrapped = [isinstance(x, Call) and x.func.endswith("param")
+                       for x in vals_e.items] if isinstance(vals_e, TupleExpr) else []
+            rows: List[Dict[str, object]] = []
+            for i, c in enumerate(cases):
+                if len(names) == 1 and not (i < len(wrapped) and wrapped[i]):
+                    c = (c,)
+                if isinstance(c, (list, tuple)) and len(c) == len(names):
+                    rows.append(dict(zip(names, c)))
+            if not rows:
+                continue
+            found = True
+            combos = [dict(a, **b) for a in combos for b in rows][:_MAX_CONTEXTS]
+        return combos if found else []
+
+    def autotune_configs(self, name: str) -> Optional[List[Dict[str, object]]]:
+        """``@tilelang.autotune(configs=...)`` on the factory / jit function."""
+        fdef = self.defs.get(name)
+        if fdef is None:
+            return None
+        for d in fdef.decorators:
+            if isinstance(d, Call) and d.func.split(".")[-1] == "autotune":
+                cfg = dict(d.kwargs).get("configs")
+                if cfg is None:
+                    return None
+                v = self.env().eval(cfg)
+                if isinstance(v, dict) and v and all(isinstance(x, (list, tuple))
+                                                     for x in v.values()):
+                    keys = list(v)
+                    prod = 1
+                    for x in v.values():
+                        prod *= max(len(x), 1)
+                    if prod > _MAX_ITEMS:
+                        return None
+                    v = [dict(zip(keys, combo)) for combo in itertools.product(*v.values())]
+                if isinstance(v, (list, tuple)):
+                    out = [x for x in v if isinstance(x, dict)]
+                    return out or None
+        return None
+
+
+def _covers(stmts: Sequence[FuncStmt], line: int) -> bool:
+    return any(st.line <= line <= st.end_line for st in stmts)
+
+
+def _value_or_unresolved(env: "Env", e: Expr) -> object:
+    try:
+        return env._eval(e, 0)
+    except Unknown as exc:
+        return Unresolved(frozenset(exc.names))
+    except Exception:
+        return Unresolved(frozenset())
+
+
+_PROGRAMS: Dict[int, Tuple[Module, Program]] = {}
+
+
+def program(module: Module) -> Program:
+    """The (cached) :class:`Program` of a module."""
+    hit = _PROGRAMS.get(id(module))
+    if hit is not None and hit[0] is module:
+        return hit[1]
+    prog = Program(module)
+    if len(_PROGRAMS) > 16:
+        _PROGRAMS.clear()
+    _PROGRAMS[id(module)] = (module, prog)
+    return prog
 
 
 # --------------------------------------------------------------------------
@@ -315,11 +998,18 @@ def kernel_params(kernel: Kernel):
 
 
 def build_env(module: Module, kernel: Kernel, call: Optional[CallSite] = None,
-              overrides: Mapping[str, object] | None = None) -> Env:
-    """The environment of ``kernel`` as instantiated by ``call`` (or by defaults)."""
+              overrides: Mapping[str, object] | None = None,
+              caller: Optional[Env] = None,
+              config: Optional[Mapping[str, object]] = None) -> Env:
+    """The environment of ``kernel`` as instantiated by ``call`` (or by defaults).
+
+    ``caller``: the environment around the call (the calling function's locals;
+    default: the module).  ``config``: an autotune configuration applied on top
+    of the call's arguments."""
+    prog = program(module)
     exprs: Dict[str, Expr] = module_exprs(module)
     sources: Dict[str, str] = {n: "module constant" for n in exprs}
-    module_env = Env(exprs)
+    module_env = Env(exprs, program=prog)
     values: Dict[str, object] = {}
     params = kernel_params(kernel)
     # Defaults first.
@@ -331,23 +1021,30 @@ def build_env(module: Module, kernel: Kernel, call: Optional[CallSite] = None,
             exprs.pop(p.name, None)
             values[p.name] = Symbolic(p.name)
             sources[p.name] = "parameter"
-    # Call-site arguments.
+    # Call-site arguments, evaluated where the call is.
     if call is not None:
+        cenv = caller if caller is not None else Env(exprs, program=prog)
         names = [p.name for p in params]
+        if kernel.class_name is not None and names and names[0] in ("self", "cls"):
+            names = names[1:]
         for i, a in enumerate(call.args):
-            if i < len(names) and not isinstance(a, Opaque):
-                _bind_from(module_env, exprs, values, names[i], a)
-                sources[names[i]] = f"call at line {call.span.line}"
-        for k, a in call.kwargs:
-            _bind_from(module_env, exprs, values, k, a)
-            sources[k] = f"call at line {call.span.line}"
+            if isinstance(a, Opaque):
+                break
+            if i < len(names):
+                _bind_from(cenv, exprs, values, names[i], a, sources, call)
         for star in call.star_kwargs:
-            d = module_env.eval(star)
+            d = cenv.eval(star)
             if isinstance(d, dict):
                 for k, v in d.items():
                     values[k] = v
                     exprs.pop(k, None)
                     sources[k] = f"**{_expr_name(star)} at line {call.span.line}"
+        for k, a in call.kwargs:
+            _bind_from(cenv, exprs, values, k, a, sources, call)
+    for k, v in (config or {}).items():
+        values[k] = v
+        exprs.pop(k, None)
+        sources[k] = "autotune config"
     # The jit style's tensor parameters are symbolic.
     if kernel.style == "jit":
         for p in kernel.params:
@@ -366,7 +1063,7 @@ def build_env(module: Module, kernel: Kernel, call: Optional[CallSite] = None,
         exprs.pop(k, None)
         sources[k] = "binding"
     # Locals (factory then kernel), in order; an explicit binding still wins.
-    env = Env(exprs, values, sources)
+    env = Env(exprs, values, sources, program=prog)
     for name, expr in kernel.locals:
         if name in explicit:
             continue
@@ -394,15 +1091,30 @@ def build_env(module: Module, kernel: Kernel, call: Optional[CallSite] = None,
     return env
 
 
-def _bind_from(module_env: Env, exprs: Dict[str, Expr], values: Dict[str, object],
-               name: str, arg: Expr) -> None:
-    v = module_env.eval(arg)
-    if v is not None:
+def _bind_from(cenv: Env, exprs: Dict[str, Expr], values: Dict[str, object],
+               name: str, arg: Expr, sources: Optional[Dict[str, str]] = None,
+               call: Optional[CallSite] = None) -> None:
+    where = f"call at line {call.span.line}" if call is not None else "call"
+    try:
+        v = cenv._eval(arg, 0)
+        missing: Set[str] = set()
+    except Unknown as exc:
+        v, missing = None, exc.names
+    except Exception:
+        v, missing = None, set()
+    if v is not None or (isinstance(arg, Const) and arg.value is None):
         values[name] = v
         exprs.pop(name, None)
-    else:
-        exprs[name] = arg
-        values.pop(name, None)
+        if sources is not None:
+            sources[name] = where
+        return
+    # The argument is not known where the call is: the parameter stays symbolic
+    # (named by the parameter, with the caller's blocking names as the reason).
+    exprs.pop(name, None)
+    values[name] = Symbolic(name)
+    if sources is not None:
+        why = ", ".join(sorted(missing)) or expr_text(arg)
+        sources[name] = f"{where} (unknown there: {why})"
 
 
 def _expr_name(e: Expr) -> str:
@@ -411,23 +1123,153 @@ def _expr_name(e: Expr) -> str:
 
 def instances(module: Module, kernel: Kernel,
               overrides: Mapping[str, object] | None = None,
-              all_calls: bool = False) -> List[Instance]:
-    """The instantiations of a kernel: the first call site (or every one with
-    ``all_calls``), else the defaults."""
+              all_calls: bool = False, select: Optional[str] = None) -> List[Instance]:
+    """The instantiations of a kernel.
+
+    Every way the file instantiates it is followed: each call site of the
+    factory (or jit function), in each context the call is reached in (the
+    calling function's own call sites, ``pytest.mark.parametrize`` cases, loops
+    over literal lists), times each ``@autotune`` configuration; identical
+    bindings are merged, at most :data:`MAX_INSTANCES` are kept.  Labels name
+    the bindings that differ between instances ("num_stages=4, block_K=64"); a
+    kernel instantiated one way is labelled "defaults" or by its call.
+
+    Without ``all_calls`` only the default instance is returned: the first one
+    that resolves the most names.  ``select`` picks the instance with that label
+    (falling back to the default one)."""
+    insts = _all_instances(module, kernel, overrides)
+    if select is not None:
+        hit = [i for i in insts if i.label == select]
+        if hit:
+            return hit
+    if all_calls:
+        return insts
+    return [_default_instance(insts)]
+
+
+def instance_labels(module: Module, kernel: Kernel,
+                    overrides: Mapping[str, object] | None = None) -> List[str]:
+    """The labels of every instance of ``kernel`` (the default one first)."""
+    insts = _all_instances(module, kernel, overrides)
+    first = _default_instance(insts)
+    return [first.label] + [i.label for i in insts if i is not first]
+
+
+def _default_instance(insts: List[Instance]) -> Instance:
+    best = insts[0]
+    best_n = _resolved_count(best)
+    for i in insts[1:]:
+        n = _resolved_count(i)
+        if n > best_n:
+            best, best_n = i, n
+    return best
+
+
+def _resolved_count(inst: Instance) -> int:
+    return sum(1 for _, v in inst.bindings if v is not None)
+
+
+def _all_instances(module: Module, kernel: Kernel,
+                   overrides: Mapping[str, object] | None) -> List[Instance]:
+    prog = program(module)
     calls = call_sites_for(module, kernel)
-    chosen: List[Optional[CallSite]] = list(calls if all_calls else calls[:1]) or [None]
-    out = []
-    for call in chosen:
-        env = build_env(module, kernel, call, overrides)
-        label = "defaults" if call is None else f"{call.func}(…) at line {call.span.line}"
-        binds = tuple((k, env.lookup(k)) for k in _param_names(kernel)
-                      if env.lookup(k) is not None)
-        out.append(Instance(env, label, call, binds))
+    contexts: List[Tuple[Optional[CallSite], Optional[Env]]] = []
+    for call in calls:
+        try:
+            ctxs = prog.contexts_at(call)
+        except Exception:  # the resolver must never take the analysis down
+            ctxs = [(None, "")]
+        for cenv, _ in ctxs:
+            contexts.append((call, cenv))
+            if len(contexts) >= 4 * MAX_INSTANCES:
+                break
+    if not contexts:
+        contexts = [(None, None)]
+    try:
+        configs = prog.autotune_configs(kernel.factory or kernel.name)
+    except Exception:
+        configs = None
+    if configs and len(configs) > MAX_INSTANCES:
+        # A spread over the whole list, not just its first entries.
+        step = len(configs) / MAX_INSTANCES
+        configs = [configs[int(i * step)] for i in range(MAX_INSTANCES)]
+    names = _param_names(kernel)
+    out: List[Instance] = []
+    seen: Dict[Tuple, int] = {}
+    for call, cenv in contexts:
+        for cfg in (configs or [None]):
+            env = build_env(module, kernel, call, overrides, caller=cenv, config=cfg)
+            keys = list(names) + [k for k in (cfg or {}) if k not in names]
+            binds = tuple((k, env.lookup(k)) for k in keys if env.lookup(k) is not None)
+            try:
+                sig = tuple((k, _hashable(v)) for k, v in binds)
+                hash(sig)
+            except TypeError:
+                sig = (("#", len(out)),)
+            if sig in seen:
+                continue
+            seen[sig] = len(out)
+            out.append(Instance(env, "", call, binds))
+            if len(out) >= MAX_INSTANCES:
+                break
+        if len(out) >= MAX_INSTANCES:
+            break
+    return _label(out)
+
+
+def _hashable(v: object) -> object:
+    if isinstance(v, (list, tuple)):
+        return tuple(_hashable(x) for x in v)
+    if isinstance(v, dict):
+        return tuple(sorted((str(k), _hashable(x)) for k, x in v.items()))
+    return v
+
+
+def _fmt(v: object) -> str:
+    if isinstance(v, str):
+        return v
+    if isinstance(v, float) and v.is_integer():
+        return str(v)
+    if isinstance(v, (list, tuple)):
+        return "(" + ", ".join(_fmt(x) for x in v) + ("," if len(v) == 1 else "") + ")"
+    return repr(v)
+
+
+def _label(insts: List[Instance]) -> List[Instance]:
+    if len(insts) == 1:
+        i = insts[0]
+        c = i.call
+        label = "defaults" if c is None else f"{c.func}(…) at line {c.span.line}"
+        return [Instance(i.env, label, c, i.bindings)]
+    maps = [dict(i.bindings) for i in insts]
+    keys: List[str] = []
+    for m in maps:
+        for k in m:
+            if k not in keys:
+                keys.append(k)
+    differ = [k for k in keys
+              if len({repr(_hashable(m.get(k, "<unset>"))) for m in maps}) > 1]
+    differ.sort(key=lambda k: (0 if "stage" in k else 1, keys.index(k)))
+    out: List[Instance] = []
+    used: Dict[str, int] = {}
+    for i, m in zip(insts, maps):
+        label = ", ".join(f"{k}={_fmt(m[k])}" if k in m else f"{k}=?" for k in differ)
+        if not label:
+            label = "defaults" if i.call is None else f"{i.call.func}(…) at line {i.call.span.line}"
+        if label in used:
+            used[label] += 1
+            label = f"{label} #{used[label]}"
+        else:
+            used[label] = 1
+        out.append(Instance(i.env, label, i.call, i.bindings))
     return out
 
 
 def _param_names(kernel: Kernel) -> List[str]:
-    return [p.name for p in kernel_params(kernel)]
+    names = [p.name for p in kernel_params(kernel)]
+    if kernel.class_name is not None and names and names[0] in ("self", "cls"):
+        names = names[1:]
+    return names
 
 
 def shape_value(env: Env, shape: Sequence[Expr]) -> Tuple[object, ...]:
