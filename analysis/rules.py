@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from .frontend import source_lines
 from .model import (
     Alloc, Diagnostic, Fix, Loop, LoopResult, Related, Span, Stmt, TextEdit,
 )
@@ -52,6 +53,13 @@ RULES: Tuple[Rule, ...] = (
          good_example="# tilelint: bind block_K=32\ndef matmul(block_K):\n    ...",
          fix="Add a `# tilelint: bind name=value` comment above the kernel or its "
              "factory, or call the factory with literal arguments in the file."),
+    Rule("TL003", "file-too-large", "information",
+         "The file is too large to analyse.",
+         what="Files over 2 MB are not analysed; one TL003 is reported instead.",
+         why="Real kernel files are a few hundred lines; parsing a multi-megabyte file "
+             "with libcst costs seconds and hundreds of MB on every edit.",
+         fix="Split generated code out of the kernel file, or exclude it in "
+             "[tool.tilelint] exclude."),
     Rule("TL101", "duplicate-pipeline-order", "error",
          "Two scheduled statements have the same `order` entry.",
          what="The manual `order=` list gives the same position to two statements of "
@@ -322,7 +330,7 @@ def _pos(lines: List[str], off: int) -> Tuple[int, int]:
 
 def remove_argument_edit(source: str, span: Span) -> Optional[TextEdit]:
     """An edit deleting the call argument at ``span`` with its separating comma."""
-    lines = source.splitlines(keepends=True)
+    lines = source_lines(source)
     if not lines or span.line > len(lines) or span.end_line > len(lines):
         return None
     start = _offset(lines, span.line, span.col)
@@ -458,7 +466,7 @@ def validate_loop(result: LoopResult, allocs: Dict[str, Alloc], target: str,
                 new = renumbered_orders(orders)  # type: ignore[arg-type]
                 text = "[" + ", ".join(str(x) for x in new) + "]"
                 if source is not None:
-                    lines = source.splitlines(keepends=True)
+                    lines = source_lines(source)
                     try:
                         old = source[_offset(lines, loop.order_span.line, loop.order_span.col)]
                         if old == "(":

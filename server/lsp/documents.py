@@ -241,6 +241,7 @@ class KernelCache:
 
     def run(self, module: Module, kernel, target: str, settings: Settings, source: str = ""):
         ctx = (module.constants, module.call_sites, module.functions, module.macros,
+               module.defs, module.argparse, module.toplevel,
                module.imports_tilelang, target, settings)
         entry = self._items.get(id(kernel))
         if entry is not None and entry[0] is kernel and entry[1] == ctx:
@@ -380,6 +381,11 @@ def compute(snap: Snapshot, settings: Settings, caches: Caches) -> Computed:
     lines = snap.lines
     slots = resplit(lines, snap.slots)
     text = "".join(lines)
+    big = frontend.too_large(text)
+    if big is not None:
+        return Computed(snap.version, snap.generation, lines, slots, model.Analysis(
+            path=snap.path, target=targets_mod.normalise(settings.target),
+            diagnostics=(big,)))
     aliases = frontend.find_aliases(text)
     models: List[frontend.ChunkModel] = []
     for slot in slots:
@@ -392,7 +398,8 @@ def compute(snap: Snapshot, settings: Settings, caches: Caches) -> Computed:
                 g = slot.good
                 model = dataclasses.replace(
                     model, constants=g.constants, call_sites=g.call_sites,
-                    functions=g.functions, macros=g.macros)
+                    functions=g.functions, macros=g.macros, defs=g.defs,
+                    argparse=g.argparse, toplevel=g.toplevel, iter_helpers=g.iter_helpers)
         else:
             slot.good = model
         models.append(model)

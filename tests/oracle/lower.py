@@ -352,7 +352,7 @@ def extract_loops(env, pf, planned_mod, ws_mod, ws_flag):
             stmts = scheduled_statements(env, match)
             if stage is not None and order is not None and len(stmts) == len(stage) == len(order):
                 entry["statements"] = [
-                    {"line": env.span(s)[0], "stage": st, "order": od}
+                    {"line": env.span(s)[0], "file": env.span(s)[1], "stage": st, "order": od}
                     for s, st, od in zip(stmts, stage, order)
                 ]
             else:
