@@ -752,6 +752,11 @@ def build_parser() -> argparse.ArgumentParser:
     ps = sub.add_parser("server", help="run the language server (stdio; --tcp HOST:PORT)",
                         add_help=False)
     ps.add_argument("rest", nargs=argparse.REMAINDER)
+
+    pv = sub.add_parser("verify", help="lower FILE with the real tilelang in a separate process "
+                                       "(this executes FILE) and compare with tilelint",
+                        add_help=False)
+    pv.add_argument("rest", nargs=argparse.REMAINDER)
     return ap
 
 
@@ -761,6 +766,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if argv and argv[0] == "server":
         try:
             return cmd_server(argv[1:])
+        except KeyboardInterrupt:
+            return 130
+    # ``verify`` (opt-in, runs the compiler in a worker process) has its own parser.
+    if argv and argv[0] == "verify":
+        from .verify import main as verify_main
+        try:
+            return verify_main(argv[1:])
         except KeyboardInterrupt:
             return 130
     parser = build_parser()

@@ -1,0 +1,747 @@
+"""The compiler worker of ``tilelint verify``: a separate, long-lived process
+that imports the real tilelang and lowers kernels on request.
+
+This is the ONLY part of tilelint that executes user code, and only when the
+user asks for it (``tilelint verify`` or ``tilelint.compiler.verify =
+"onSave"``).  It runs in its own process, started by
+:class:`tilelint.server.verify.VerifyWorker`:
+
+    python -m tilelint.server.verify_worker [--memory-mb N]
+
+Protocol: JSON lines.  The worker first writes one line
+``{"ready": true, "tilelang": "0.1.15", "import_seconds": 2.1}`` (or
+``{"ready": false, "missing": true, "error": "..."}`` when tilelang cannot be
+imported), then answers each request line with one response line carrying the
+same ``id``:
+
+    {"id": 1, "op": "verify", "path": "/abs/k.py", "source": "...",
+     "target": "sm_80", "timeout": 60,
+     "kernels": [{"name": "gemm", "factory": "matmul", "bindings": {"M": 1024}}]}
+    -> {"id": 1, "ok": true, "result": {"import_error": null, "kernels": {...}}}
+    {"id": 2, "op": "ping"}  -> {"id": 2, "ok": true}
+    {"id": 3, "op": "exit"}  -> (the worker exits)
+
+Only the protocol goes to the real stdout: the worker keeps a private copy of
+fd 1 and points fd 1 at stderr, so whatever tilelang, TVM's C++ side or the
+user's module prints cannot corrupt a response.  Each request is served in a
+``fork()`` of the warm worker (tilelang stays imported, the user's module and
+its side effects die with the child); a child that crashes, exceeds its time
+or runs out of memory is reported in the response, the worker lives on.
+The memory cap (``RLIMIT_AS``) is set on the worker itself, so it holds for
+every child.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import linecache
+import os
+import re
+import select
+import signal
+import sys
+import time
+import traceback
+import types
+from typing import Dict, List, Optional, Tuple
+
+# Passes whose output the worker reads.
+PASS_WS = "tl.ProducerConsumerWarpSpecialized"
+PASS_PLAN = "tl.PipelinePlanning"
+PASS_INJECT = "tl.InjectSoftwarePipeline"
+PASS_MERGE = "tl.MergeSharedMemoryAllocations"
+WATCHED = (PASS_WS, PASS_PLAN, PASS_INJECT, PASS_MERGE)
+PIPELINE_KEYS = ("num_stages", "tl_pipeline_order", "tl_pipeline_stage")
+
+# Compiler messages -> the tilelint code that predicts them.
+MESSAGE_CODES = (
+    ("TL101", r"cannot have the same order"),
+    ("TL102", r"cannot depends? on statement.*in a later stage"),
+    ("TL103", r"cannot be reordered"),
+    ("TL104", r"pipeline annotation size to match"),
+    ("TL107", r"dependency on multiple async stages"),
+    ("TL108", r"Multiple writes to overlapping buffer regions"),
+    ("TL112", r"number of stages should be equal to the number of pipeline stages"),
+)
+WHERE = re.compile(r"-->\s*([^\n]*?):(\d+):(\d+)")
+
+SYNC_LINE = re.compile(r"__syncthreads\(\)|cp_async_wait<|cp_async_commit\(|__sync_thread_partial\(|"
+                       r"bar\.sync|mbarrier|\]\.wait\(|\]\.arrive|fence_proxy|tma_load|expect_tx")
+C_FOR = re.compile(r"\bfor\s*\(\s*(?:int|long|int64_t|unsigned|uint)?\s*(\w+)\s*=")
+STATIC_SHARED = re.compile(r"(?<!extern )__shared__\s+(?:__align__\(\d+\)\s+)?([A-Za-z_][\w:]*)\s+(\w+)\[(\d+)\]\s*;")
+C_BYTES = {"uint64_t": 8, "int64_t": 8, "double": 8, "float": 4, "int": 4, "uint": 4, "int32_t": 4,
+           "uint32_t": 4, "half_t": 2, "bfloat16_t": 2, "short": 2, "int16_t": 2, "uint16_t": 2,
+           "char": 1, "int8_t": 1, "uint8_t": 1, "fp8_e4_t": 1, "fp8_e5_t": 1}
+
+
+# --------------------------------------------------------------------------
+# small helpers over TVM objects
+# --------------------------------------------------------------------------
+
+
+class Compiler:
+    """tilelang and tvm, imported once; helpers to read spans and walk IR."""
+
+    def __init__(self) -> None:
+        import tilelang
+        import tvm
+        from tvm import tirx
+
+        self.tilelang = tilelang
+        self.tvm = tvm
+        self.tirx = tirx
+        self.version = str(getattr(tilelang, "__version__", "?"))
+        self._stmt_span = None
+        try:  # tirx.Stmt's span is reflected in C++ but not exposed in Python
+            import tvm_ffi
+            info = tvm_ffi.core._lookup_or_register_type_info_from_type_key("tirx.Stmt")
+            for f in info.fields or ():
+                if f.name == "span":
+                    self._stmt_span = f.getter
+        except Exception:
+            self._stmt_span = None
+
+    def line(self, node) -> Tuple[Optional[int], Optional[str]]:
+        sp = None
+        try:
+            sp = getattr(node, "span", None)
+        except Exception:
+            sp = None
+        if sp is None and self._stmt_span is not None:
+            try:
+                sp = self._stmt_span(node)
+            except Exception:
+                sp = None
+        if sp is None:
+            return None, None
+        try:
+            ln = int(sp.line)
+        except Exception:
+            ln = None
+        try:
+            src = str(sp.source_name.name)
+        except Exception:
+            src = None
+        return (ln if ln and ln > 0 else None), src
+
+    def walk(self, stmt, cls) -> list:
+        found = []
+
+        def visit(n):
+            if isinstance(n, cls):
+                found.append(n)
+            return True
+
+        self.tirx.stmt_functor.pre_order_visit(stmt, visit)
+        return found
+
+    def funcs(self, mod) -> list:
+        if mod is None:
+            return []
+        return [f for _, f in mod.functions.items() if isinstance(f, self.tirx.PrimFunc)]
+
+    def device_funcs(self, mod) -> list:
+        out = []
+        for f in self.funcs(mod):
+            a = f.attrs or {}
+            try:
+                dev = ("thread_extent" in a and len(a["thread_extent"]) > 0) or \
+                      "tirx.is_global_func" in a or "dyn_shared_memory_buf" in a
+            except Exception:
+                dev = False
+            if dev:
+                out.append(f)
+        return out
+
+    def buffers(self, stmt) -> List[Tuple[str, tuple, str, str]]:
+        out = []
+        tirx = self.tirx
+
+        def visit(n):
+            bufs = list(n.alloc_buffers) if isinstance(n, tirx.SBlock) else \
+                [n.buffer] if isinstance(n, tirx.AllocBuffer) else []
+            for b in bufs:
+                out.append((str(b.name), tuple(to_int(x) for x in b.shape), str(b.scope()), str(b.dtype)))
+            return True
+
+        tirx.stmt_functor.pre_order_visit(stmt, visit)
+        return out
+
+
+def to_int(x) -> Optional[int]:
+    if isinstance(x, bool):
+        return int(x)
+    if isinstance(x, int):
+        return x
+    v = getattr(x, "value", None)
+    return int(v) if isinstance(v, (int, bool)) else None
+
+
+def ints(arr) -> Optional[List[int]]:
+    if arr is None:
+        return None
+    try:
+        vals = [to_int(x) for x in arr]
+    except TypeError:
+        return None
+    return vals if all(v is not None for v in vals) else None
+
+
+def ann(loop, key):
+    try:
+        return loop.annotations[key] if key in loop.annotations else None
+    except Exception:
+        return None
+
+
+def elem_bytes(dtype: str) -> int:
+    if dtype == "bool":
+        return 1
+    m = re.match(r"^[a-z]+?(\d+)(?:_\w+?)?(?:x(\d+))?$", dtype)
+    return max(1, int(m.group(1)) * int(m.group(2) or 1) // 8) if m else 1
+
+
+def block_at(text: str, pos: int) -> Tuple[int, int]:
+    """(start, end) of the brace block opening at or after pos."""
+    i = text.find("{", pos)
+    if i < 0:
+        return pos, pos
+    depth = 0
+    for j in range(i, len(text)):
+        if text[j] == "{":
+            depth += 1
+        elif text[j] == "}":
+            depth -= 1
+            if depth == 0:
+                return i, j + 1
+    return i, len(text)
+
+
+# --------------------------------------------------------------------------
+# compiler errors
+# --------------------------------------------------------------------------
+
+
+def describe(exc: BaseException, path: str) -> Dict[str, object]:
+    text = str(exc)
+    locs = list(WHERE.finditer(text))
+    body = text[:locs[-1].start()] if locs else text
+    lines = [ln.rstrip() for ln in body.splitlines()
+             if ln.strip() and not ln.strip().startswith(("Traceback", 'File "'))]
+    message = "\n".join(lines).strip() or type(exc).__name__
+    summary = " ".join(message.split())
+    summary = re.sub(r"^Check failed: .*? (?:: |is false: )(?:\w+Error: )?", "", summary)
+    summary = re.sub(r"(in stage \d+ cannot depends? on statement) .* (in a later stage \d+)",
+                     r"\1 \2", summary)
+    code = next((c for c, rx in MESSAGE_CODES if re.search(rx, text, re.S | re.I)), None)
+    line = col = None
+    where_file = None
+    if locs:
+        where_file, line, col = locs[-1].group(1).strip(), int(locs[-1].group(2)), int(locs[-1].group(3))
+    else:  # a Python-level error: the innermost frame in the user's file
+        for fr in reversed(traceback.extract_tb(exc.__traceback__)):
+            if os.path.abspath(fr.filename) == os.path.abspath(path):
+                where_file, line, col = path, fr.lineno, 1
+                break
+    return {"type": type(exc).__name__, "message": message[:3000], "summary": summary[:400],
+            "code": code, "file": where_file, "line": line, "col": col}
+
+
+# --------------------------------------------------------------------------
+# facts of one lowering
+# --------------------------------------------------------------------------
+
+
+def loop_facts(c: Compiler, pf, planned, ws_mod, ws_applied) -> List[dict]:
+    tirx = c.tirx
+    users = [lp for lp in c.walk(pf.body, tirx.For) if any(ann(lp, k) is not None for k in PIPELINE_KEYS)]
+    by_line: Dict[Optional[int], list] = {}
+    for f in c.funcs(planned):
+        for lp in c.walk(f.body, tirx.For):
+            if ann(lp, "software_pipeline_stage") is not None:
+                by_line.setdefault(c.line(lp)[0], []).append(lp)
+    ws_kept: Dict[Optional[int], int] = {}
+    for f in c.funcs(ws_mod):
+        for lp in c.walk(f.body, tirx.For):
+            if any(ann(lp, k) is not None for k in PIPELINE_KEYS):
+                ln = c.line(lp)[0]
+                ws_kept[ln] = ws_kept.get(ln, 0) + 1
+    rank: Dict[Optional[int], int] = {}
+    out = []
+    for lp in users:
+        ln = c.line(lp)[0]
+        k = rank.get(ln, 0)
+        rank[ln] = k + 1
+        item = {"line": ln, "num_stages": to_int(ann(lp, "num_stages")),
+                "user_order": ints(ann(lp, "tl_pipeline_order")),
+                "user_stage": ints(ann(lp, "tl_pipeline_stage")),
+                "pipelined": False, "stage": None, "order": None, "depth": None,
+                "statement_lines": None, "ws": None}
+        cands = by_line.get(ln, [])
+        if k < len(cands):
+            p = cands[k]
+            item["pipelined"] = True
+            item["stage"] = ints(ann(p, "software_pipeline_stage"))
+            item["order"] = ints(ann(p, "software_pipeline_order"))
+            depth = to_int(ann(p, "num_stages"))
+            if depth is None:
+                depth = to_int(ann(p, "tl_pipelined_num_stages"))
+            if depth is None and item["stage"]:
+                depth = max(item["stage"]) + 1
+            item["depth"] = depth
+            stmts = []
+
+            def flat(s):
+                if isinstance(s, tirx.SeqStmt):
+                    for x in s.seq:
+                        flat(x)
+                elif not isinstance(s, (tirx.AllocBuffer, tirx.DeclBuffer)):
+                    stmts.append(s)
+
+            flat(p.body)
+            mask = ints(ann(p, "software_pipeline_replayable_scalar_binds"))
+            if mask is not None and len(mask) == len(stmts):
+                stmts = [s for s, m in zip(stmts, mask) if not m]
+            if item["stage"] is not None and len(stmts) == len(item["stage"]):
+                item["statement_lines"] = [c.line(s)[0] for s in stmts]
+        if ws_mod is not None:
+            if ws_kept.get(ln, 0) > k:
+                item["ws"] = "kept"
+            else:
+                item["ws"] = "consumed" if ws_applied else "stripped"
+        out.append(item)
+    return out
+
+
+def version_facts(c: Compiler, pf, inject) -> Optional[Dict[str, int]]:
+    if inject is None:
+        return None
+    declared: Dict[str, tuple] = {}
+    for name, shape, scope, _ in c.buffers(pf.body):
+        if scope.startswith("shared") and "barrier" not in scope:
+            declared.setdefault(name, shape)
+    after: Dict[str, tuple] = {}
+    for f in c.funcs(inject):
+        for name, shape, scope, _ in c.buffers(f.body):
+            if name in declared:
+                after.setdefault(name, shape)
+    out = {}
+    for name, shape in declared.items():
+        new = after.get(name, shape)
+        extra = len(new) - len(shape)
+        lead = new[:extra] if extra > 0 else ()
+        n = 1
+        if extra > 0 and tuple(new[extra:]) == tuple(shape) and all(isinstance(d, int) for d in lead):
+            for d in lead:
+                n *= d
+        out[name] = n
+    return out
+
+
+def shared_facts(c: Compiler, art, merged) -> dict:
+    res = {"bytes": None, "offsets": {}, "static_bytes": 0}
+    for f in c.device_funcs(merged):
+        arena = None
+        single = []
+        for name, shape, scope, dtype in c.buffers(f.body):
+            if scope != "shared.dyn":
+                continue
+            n = 1
+            for d in shape:
+                n *= d or 0
+            nbytes = n * elem_bytes(dtype)
+            if name.startswith("buf_dyn_shmem"):
+                arena = (arena or 0) + nbytes
+            else:
+                single.append((name, nbytes))
+        if arena is None and single:
+            arena = sum(b for _, b in single)
+            if len(single) == 1:
+                res["offsets"][single[0][0]] = 0
+
+        def visit(n):
+            if isinstance(n, c.tirx.Bind) and isinstance(n.value, c.tirx.Call) and \
+                    str(getattr(n.value.op, "name", "")) == "tirx.handle_add_byte_offset":
+                off = to_int(n.value.args[1])
+                if off is not None:
+                    res["offsets"][str(n.var.name)] = off
+            return True
+
+        c.tirx.stmt_functor.pre_order_visit(f.body, visit)
+        if arena is not None:
+            res["bytes"] = (res["bytes"] or 0) + arena
+    if res["bytes"] is None:
+        for f in c.device_funcs(art.device_mod):
+            v = to_int(f.attrs.get("dyn_shared_memory_buf")) if f.attrs else None
+            if v is not None:
+                res["bytes"] = (res["bytes"] or 0) + v
+    for m in STATIC_SHARED.finditer(art.kernel_source or ""):
+        res["static_bytes"] += C_BYTES.get(m.group(1), 0) * int(m.group(3))
+    if res["bytes"] is None:
+        res["bytes"] = 0
+    return res
+
+
+def thread_count(c: Compiler, art) -> Optional[int]:
+    best = None
+    for f in c.device_funcs(art.device_mod):
+        ext = f.attrs.get("thread_extent") if f.attrs else None
+        if not ext:
+            continue
+        n = 1
+        for axis in ("threadIdx.x", "threadIdx.y", "threadIdx.z"):
+            n *= (to_int(ext[axis]) or 1) if axis in ext else 1
+        best = n if best is None else max(best, n)
+    if best is None:
+        m = re.search(r"__launch_bounds__\((\d+)", art.kernel_source or "")
+        best = int(m.group(1)) if m else None
+    return best
+
+
+def sync_facts(c: Compiler, art, loops: List[dict], path: str) -> Tuple[dict, List[dict]]:
+    """Sync counts of the generated CUDA, and the real sync code around each
+    pipelined loop (for a hover "compiler output")."""
+    src = art.kernel_source or ""
+    res = {
+        "syncthreads": src.count("__syncthreads()"),
+        "cp_async_commit": len(re.findall(r"\bcp_async_commit\(\)", src)),
+        "cp_async_wait": [int(x) for x in re.findall(r"\bcp_async_wait<\s*(\d+)\s*>\(\)", src)],
+        "mbarriers": sum(int(m.group(3)) for m in STATIC_SHARED.finditer(src) if m.group(1) == "uint64_t"),
+        "mbarrier_wait": len(re.findall(r"\]\.wait\(|\bmbarrier_wait(?:_parity)?\(", src)),
+        "syncthreads_in_loop": [],
+    }
+    fors = []
+    for f in c.device_funcs(art.device_mod):
+        fors.extend(lp for lp in c.walk(f.body, c.tirx.For) if int(lp.kind) != 2)  # not vectorized
+    c_fors = list(C_FOR.finditer(src))
+    aligned = len(c_fors) == len(fors)
+    snippets = []
+    lines = src.splitlines()
+    for item in loops:
+        if not item.get("pipelined"):
+            res["syncthreads_in_loop"].append(None)
+            continue
+        pick = None
+        for i, lp in enumerate(fors):
+            ln, fname = c.line(lp)
+            if ln != item["line"] or (fname and os.path.abspath(fname) != os.path.abspath(path)):
+                continue
+            if pick is None or ann(lp, "tl_pipelined_num_stages") is not None:
+                pick = i
+        count = None
+        code = None
+        if pick is not None and aligned:
+            m = c_fors[pick]
+            if re.fullmatch(re.escape(str(fors[pick].loop_var.name)) + r"(_\d+)?", m.group(1)):
+                a, b = block_at(src, m.end())
+                count = src[a:b].count("__syncthreads()")
+                first = src.count("\n", 0, m.start())
+                last = src.count("\n", 0, b)
+                code = excerpt(lines, first, last)
+        if count is None and pick is not None:
+            count = 0
+            for n in c.walk(fors[pick].body, c.tirx.Call):
+                if str(getattr(n.op, "name", "")) == "tirx.tvm_storage_sync" and n.args and \
+                        str(getattr(n.args[0], "value", "")).startswith("shared"):
+                    count += 1
+        res["syncthreads_in_loop"].append(count)
+        snippets.append({"loop_line": item["line"], "code": code or excerpt(lines, 0, len(lines) - 1),
+                         "scope": "loop" if code else "kernel"})
+    return res, snippets
+
+
+def excerpt(lines: List[str], first: int, last: int, limit: int = 40) -> str:
+    """The loop header and every sync line (with one line of context) of lines[first..last]."""
+    keep = {first}
+    for i in range(first, min(last, len(lines) - 1) + 1):
+        if SYNC_LINE.search(lines[i]):
+            keep.update((i - 1, i, i + 1))
+    keep = sorted(i for i in keep if first <= i <= last and i < len(lines))
+    out: List[str] = []
+    prev = None
+    for i in keep:
+        if prev is not None and i > prev + 1:
+            out.append("    ...")
+        out.append(lines[i].rstrip())
+        prev = i
+        if len(out) >= limit:
+            out.append("    ...")
+            break
+    return "\n".join(out)
+
+
+def make_target(c: Compiler, target: str):
+    if target.startswith("sm_"):
+        return c.tvm.target.Target({"kind": "cuda", "arch": target})
+    if target.startswith("gfx"):
+        return c.tvm.target.Target({"kind": "hip", "mcpu": target})
+    if target == "ascend":
+        from tilelang.ascend.target import _make_ascend_target
+        return _make_ascend_target()
+    raise ValueError(f"unknown target {target!r}")
+
+
+def lower(c: Compiler, pf, target: str, configs: dict, path: str) -> dict:
+    seen: Dict[str, object] = {}
+    tvm = c.tvm
+
+    @tvm.ir.instrument.pass_instrument
+    class Keep:
+        def run_after_pass(self, mod, info):
+            if info.name in WATCHED and info.name not in seen:
+                seen[info.name] = mod
+
+    out: dict = {"def_line": c.line(pf)[0], "error": None, "threads": None, "warp_specialized": False,
+                 "loops": [], "versions": None, "shared": None, "sync": None, "sync_code": []}
+    art = None
+    t0 = time.perf_counter()
+    try:
+        tg = make_target(c, target)
+        with tg, tvm.transform.PassContext(opt_level=3, config=dict(configs), instruments=[Keep()]):
+            art = c.tilelang.lower(pf, target=tg, enable_device_compile=False)
+    except Exception as exc:
+        out["error"] = describe(exc, path)
+    out["seconds"] = round(time.perf_counter() - t0, 3)
+    problems = {}
+
+    def attempt(key, fn):
+        try:
+            out[key] = fn()
+        except Exception:
+            problems[key] = traceback.format_exc(limit=4)
+
+    def ws_flag():
+        for mod in (seen.get(PASS_WS), getattr(art, "host_mod", None)):
+            for f in c.funcs(mod):
+                a = f.attrs
+                if a and "tl_tiled_ws_applied" in a and to_int(a["tl_tiled_ws_applied"]):
+                    return True
+        return False
+
+    attempt("warp_specialized", ws_flag)
+    attempt("loops", lambda: loop_facts(c, pf, seen.get(PASS_PLAN), seen.get(PASS_WS), out["warp_specialized"]))
+    attempt("versions", lambda: version_facts(c, pf, seen.get(PASS_INJECT)))
+    if art is not None and target.startswith("sm_"):
+        attempt("threads", lambda: thread_count(c, art))
+        attempt("shared", lambda: shared_facts(c, art, seen.get(PASS_MERGE)))
+
+        def sync():
+            s, code = sync_facts(c, art, out["loops"] or [], path)
+            out["sync_code"] = code
+            return s
+
+        attempt("sync", sync)
+    if problems:
+        out["extract_errors"] = problems
+    return out
+
+
+# --------------------------------------------------------------------------
+# one request (runs in a forked child)
+# --------------------------------------------------------------------------
+
+
+def load_module(path: str, source: str, serial: int) -> types.ModuleType:
+    """Execute the user's file from ``source`` (the editor's text) as a module.
+    linecache gets the same text so that TVMScript's inspect-based parser sees it
+    and spans point into it."""
+    lines = source.splitlines(keepends=True)
+    linecache.cache[path] = (len(source), None, lines, path)
+    name = f"_tilelint_verify_{serial}"
+    mod = types.ModuleType(name)
+    mod.__file__ = path
+    sys.modules[name] = mod
+    here = os.path.dirname(path)
+    if here and here not in sys.path:
+        sys.path.insert(0, here)
+    code = compile(source, path, "exec", dont_inherit=True)
+    exec(code, mod.__dict__)
+    return mod
+
+
+def serve(c: Compiler, req: dict) -> dict:
+    path = os.path.abspath(req.get("path") or "<verify>.py")
+    source = req.get("source")
+    if source is None:
+        with open(path, encoding="utf-8-sig") as fh:
+            source = fh.read()
+    target = str(req.get("target") or "sm_80")
+    result = {"path": path, "target": target, "import_error": None, "kernels": {}, "notes": []}
+    try:
+        mod = load_module(path, source, int(req.get("id") or 0))
+    except BaseException as exc:  # SystemExit / KeyboardInterrupt from user code too
+        result["import_error"] = describe(exc, path)
+        return result
+    configs = getattr(mod, "PASS_CONFIGS", None) or getattr(mod, "pass_configs", None) or {}
+    if not isinstance(configs, dict):
+        configs = {}
+    PrimFunc = c.tirx.PrimFunc
+    by_name: Dict[str, list] = {}
+    for var, val in list(vars(mod).items()):
+        if isinstance(val, PrimFunc):
+            sym = None
+            try:
+                sym = str(val.attrs["global_symbol"]) if val.attrs and "global_symbol" in val.attrs else None
+            except Exception:
+                sym = None
+            lst = by_name.setdefault(sym or var, [])
+            if not any(x.same_as(val) for _, x in lst):
+                lst.append((var, val))
+    wanted = req.get("kernels")
+    if wanted is None:
+        wanted = [{"name": n} for n in by_name]
+    for k in wanted:
+        name = k["name"]
+        found = by_name.get(name) or []
+        how = f"module-level `{found[0][0]}`" if found else None
+        pf = found[0][1] if found else None
+        if pf is None and k.get("factory"):
+            fn = getattr(mod, k["factory"], None)
+            if callable(fn):
+                kwargs = dict(k.get("bindings") or {})
+                try:
+                    import inspect
+                    params = inspect.signature(fn).parameters
+                    kwargs = {n: v for n, v in kwargs.items() if n in params}
+                    made = fn(**kwargs)
+                    if isinstance(made, PrimFunc):
+                        pf = made
+                        how = f"`{k['factory']}(" + ", ".join(f"{a}={v!r}" for a, v in kwargs.items()) + ")`"
+                except BaseException as exc:
+                    result["kernels"][name] = {"error": describe(exc, path), "instantiated": "factory call"}
+                    continue
+        if pf is None:
+            result["notes"].append(f"`{name}`: no module-level instance and no factory to call; not lowered")
+            continue
+        try:
+            facts = lower(c, pf, target, configs, path)
+        except Exception as exc:
+            facts = {"error": describe(exc, path), "worker_error": traceback.format_exc(limit=5)}
+        facts["instantiated"] = how
+        result["kernels"][name] = facts
+    return result
+
+
+def serve_forked(c: Compiler, req: dict, timeout: Optional[float]) -> dict:
+    if not hasattr(os, "fork"):
+        return serve(c, req)
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(rfd)
+        status = 0
+        try:
+            data = json.dumps({"ok": True, "result": serve(c, req)}, default=str).encode()
+        except BaseException:
+            data = json.dumps({"ok": False, "error": "worker failure: " + traceback.format_exc(limit=6)}).encode()
+            status = 1
+        try:
+            with os.fdopen(wfd, "wb") as fh:
+                fh.write(data)
+        finally:
+            os._exit(status)
+    os.close(wfd)
+    chunks = []
+    deadline = None if not timeout else time.monotonic() + timeout
+    timed_out = False
+    with os.fdopen(rfd, "rb") as fh:
+        while True:
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready, _, _ = select.select([fh], [], [], wait)
+            if not ready:
+                timed_out = True
+                os.kill(pid, signal.SIGKILL)
+                break
+            chunk = os.read(fh.fileno(), 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    _, status = os.waitpid(pid, 0)
+    raw = b"".join(chunks)
+    if timed_out:
+        return {"ok": False, "timeout": True, "error": f"the compiler did not finish in {timeout:g} s"}
+    if not raw:
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            why = "killed (out of memory?)" if sig == signal.SIGKILL else f"crashed (signal {sig})"
+        else:
+            why = f"exited with status {os.WEXITSTATUS(status)}"
+        return {"ok": False, "crashed": True, "error": f"the compiler process {why}"}
+    try:
+        return json.loads(raw.decode())
+    except ValueError:
+        return {"ok": False, "error": "unreadable reply from the compiler process"}
+
+
+# --------------------------------------------------------------------------
+# main loop
+# --------------------------------------------------------------------------
+
+
+def set_memory_cap(mb: int) -> None:
+    if mb and mb > 0:
+        try:
+            import resource
+            cap = mb * 1024 * 1024
+            soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+            if hard != resource.RLIM_INFINITY:
+                cap = min(cap, hard)
+            resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+        except (ImportError, ValueError, OSError):
+            pass
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="tilelint-verify-worker")
+    ap.add_argument("--memory-mb", type=int, default=0)
+    args = ap.parse_args(argv)
+    sys.stdout.flush()
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    inp = sys.stdin
+
+    def send(obj) -> None:
+        proto.write(json.dumps(obj, default=str) + "\n")
+        proto.flush()
+
+    set_memory_cap(args.memory_mb)
+    t0 = time.perf_counter()
+    try:
+        c = Compiler()
+    except BaseException as exc:
+        missing = isinstance(exc, ImportError)
+        send({"ready": False, "missing": missing,
+              "error": "".join(traceback.format_exception_only(type(exc), exc)).strip()})
+        return 2
+    send({"ready": True, "tilelang": c.version, "import_seconds": round(time.perf_counter() - t0, 2),
+          "pid": os.getpid()})
+    for raw in inp:
+        raw = raw.strip()
+        if not raw:
+            continue
+        try:
+            req = json.loads(raw)
+        except ValueError:
+            send({"id": None, "ok": False, "error": "bad request (not JSON)"})
+            continue
+        op = req.get("op", "verify")
+        if op == "exit":
+            break
+        if op == "ping":
+            send({"id": req.get("id"), "ok": True})
+            continue
+        if op != "verify":
+            send({"id": req.get("id"), "ok": False, "error": f"unknown op {op!r}"})
+            continue
+        timeout = req.get("timeout")
+        t1 = time.perf_counter()
+        resp = serve_forked(c, req, float(timeout) if timeout else None)
+        resp["id"] = req.get("id")
+        resp["seconds"] = round(time.perf_counter() - t1, 3)
+        send(resp)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
