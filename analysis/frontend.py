@@ -355,16 +355,19 @@ _ALLOC_SCOPES = {
     "alloc_local": "local",
     "alloc_var": "local.var",
     "alloc_barrier": "shared.barrier",
-    "alloc_l1": "shared.dyn",
-    "alloc_L1": "shared.dyn",
-    "alloc_l0a": "wmma.matrix_a",
-    "alloc_L0A": "wmma.matrix_a",
-    "alloc_l0b": "wmma.matrix_b",
-    "alloc_L0B": "wmma.matrix_b",
-    "alloc_l0c": "wmma.accumulator",
-    "alloc_L0C": "wmma.accumulator",
-    "alloc_ub": "shared",
-    "alloc_UB": "shared",
+    # Ascend (tilelang/ascend/language/allocate.py): L1 and L0 have scopes of
+    # their own; UB is ``alloc_shared`` (shared.dyn).  The upper-case and
+    # ``alloc_ub`` spellings of older adapters map to the same memories.
+    "alloc_l1": "shared.l1",
+    "alloc_L1": "shared.l1",
+    "alloc_l0a": "shared.l0a",
+    "alloc_L0A": "shared.l0a",
+    "alloc_l0b": "shared.l0b",
+    "alloc_L0B": "shared.l0b",
+    "alloc_l0c": "shared.l0c",
+    "alloc_L0C": "shared.l0c",
+    "alloc_ub": "shared.dyn",
+    "alloc_UB": "shared.dyn",
     "alloc_tmem": "shared.tmem",
     "alloc_reducer": "local.fragment",
 }
@@ -538,6 +541,9 @@ class _Builder:
                     key = self.expr(el.key)
                     if isinstance(key, Const) and isinstance(key.value, str):
                         pairs.append((key.value, self.expr(el.value)))
+                    elif isinstance(key, Name):
+                        # ``{A_l1: 2}`` (annotate_buffer_versions keys are buffers)
+                        pairs.append((key.id, self.expr(el.value)))
                     elif isinstance(key, Attr) and key.base == Name("T"):
                         # ``{T.float16: 2}``: dtypes evaluate to their names.
                         pairs.append((_DTYPE_KEY.get(key.attr, key.attr), self.expr(el.value)))
@@ -1102,6 +1108,7 @@ class _Builder:
     def if_stmt(self, node: cst.If, ctx, locals_out, pa: int) -> Stmt:
         children = self.block(node.body, ctx, ctx.macros, locals_out, pa)
         orelse = node.orelse
+        else_index = len(children) if orelse is not None else None
         while orelse is not None:
             if isinstance(orelse, cst.If):
                 children.extend(self.block(orelse.body, ctx, ctx.macros, locals_out, pa))
@@ -1110,7 +1117,8 @@ class _Builder:
                 children.extend(self.block(orelse.body, ctx, ctx.macros, locals_out, pa))
                 orelse = None
         cond_reads = self.accesses_in(node.test, ctx)
-        return self.compound("if", "if", node, children, extra_reads=cond_reads)
+        st = self.compound("if", "if", node, children, extra_reads=cond_reads)
+        return st if else_index is None else dataclasses.replace(st, else_index=else_index)
 
     def for_stmt(self, node: cst.For, ctx, locals_out, pa: int) -> Stmt:
         var = node.target.value if isinstance(node.target, cst.Name) else self.src(node.target)
@@ -1529,7 +1537,7 @@ def _rename(stmt: Stmt, mapping: Dict[str, str], span: Span,
                 reads=tuple(acc(a) for a in stmt.reads),
                 writes=tuple(acc(a) for a in stmt.writes),
                 label=stmt.label, children=children, loop=loop, target=stmt.target,
-                value=stmt.value, macro=stmt.macro)
+                value=stmt.value, macro=stmt.macro, else_index=stmt.else_index)
 
 
 def _subst(e: Expr, mapping: Dict[str, Expr], depth: int = 0) -> Expr:

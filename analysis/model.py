@@ -197,6 +197,8 @@ class Stmt:
     value: Optional[Expr] = None
     # macro only: the macro's name.
     macro: Optional[str] = None
+    # if only: index in ``children`` where the else/elif branch starts (None: no else).
+    else_index: Optional[int] = None
 
 
 @dataclass(frozen=True)

@@ -106,7 +106,7 @@ def analyze_kernel(module: Module, kernel: Kernel, target: str, settings: Settin
         pack = None
         ksync = None
         threads = None
-        if tinfo is not None and tinfo.kind == "cuda":
+        if tinfo is not None and tinfo.kind == "cuda" and kernel.dialect == "cuda":
             pack = packing.pack_kernel(kernel, env, loop_results, target, ws)
             ksync, lsyncs = sync_cuda.kernel_sync(kernel, env, loop_results, target, ws)
             loop_results = [_replace(lr, sync=s) for lr, s in zip(loop_results, lsyncs)]
@@ -143,6 +143,12 @@ def analyze_kernel(module: Module, kernel: Kernel, target: str, settings: Settin
             if inst.label not in labels:
                 labels.append(inst.label)
     diags: List[Diagnostic] = []
+    tinfo = targets_mod.get(target)
+    if tinfo is not None and tinfo.kind == "cuda" and insts:
+        # TL202: every configuration of a literal autotune list (packing.py).
+        for d in packing.autotune_diagnostics(module, base_kernel, target, source,
+                                              insts[0].bindings, overrides):
+            merged[(d.code, d.span.line, d.span.col, d.message)] = (d, list(d.configs))
     for d, labels in merged.values():
         if len(insts) > 1 and len(labels) < len(insts):
             # Holds for some configurations only: say which.
