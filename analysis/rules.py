@@ -35,29 +35,140 @@ _GEMM_BODY = """\
     T.copy(A[by * 128, k * 32], A_shared)
     T.copy(B[k * 32, bx * 128], B_shared)
     T.gemm(A_shared, B_shared, C_local)"""
+_GEMM_BODY_NESTED = "\n".join("    " + line for line in _GEMM_BODY.splitlines())
+
+_TL002_BAD = '''\
+import tilelang
+import tilelang.language as T
+
+
+def matmul(M, N, K, block_K):  # called from another module
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+             C: T.Tensor((M, N), "float16")):
+        with T.Kernel(N // 128, M // 128, threads=128) as (bx, by):
+            A_shared = T.alloc_shared((128, block_K), "float16")
+            B_shared = T.alloc_shared((block_K, 128), "float16")
+            C_local = T.alloc_fragment((128, 128), "float32")
+            T.clear(C_local)
+            for k in T.Pipelined(K // block_K, num_stages=3):
+                T.copy(A[by * 128, k * block_K], A_shared)
+                T.copy(B[k * block_K, bx * 128], B_shared)
+                T.gemm(A_shared, B_shared, C_local)
+            T.copy(C_local, C[by * 128, bx * 128])
+
+    return main
+'''
+
+_TL112_BAD = '''\
+import tilelang
+import tilelang.language as T
+
+
+@T.prim_func
+def gather_gemm(A: T.Tensor((1024, 1024), "float16"), B: T.Tensor((1024, 1024), "float16"),
+                Ids: T.Tensor((32,), "int32"), C: T.Tensor((1024, 1024), "float16")):
+    with T.Kernel(8, 8, threads=128) as (bx, by):
+        Idx_shared = T.alloc_shared((1,), "int32")
+        A_shared = T.alloc_shared((128, 32), "float16")
+        B_shared = T.alloc_shared((32, 128), "float16")
+        C_local = T.alloc_fragment((128, 128), "float32")
+        T.clear(C_local)
+        for k in T.Pipelined(32, num_stages=2):
+            T.copy(Ids[k], Idx_shared)
+            kk = Idx_shared[0]
+            T.copy(A[by * 128, kk * 32], A_shared)
+            T.copy(B[kk * 32, bx * 128], B_shared)
+            T.gemm(A_shared, B_shared, C_local)
+        T.copy(C_local, C[by * 128, bx * 128])
+'''
+
+# Ascend examples (checked with target "ascend"): a cube-only GEMM and a cube ->
+# vector epilogue; VERSIONS is replaced by the number of buffer versions.
+_ASCEND_GEMM = '''\
+import tilelang.ascend.language as T
+
+
+def kernel(M=512, N=256, K=1024, bM=128, bN=128, bK=64):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((N, K), "float16"),
+             C: T.Tensor((M, N), "float32")):
+        with T.Kernel(4) as bx:
+            A_l1 = T.alloc_l1((bM, bK), "float16")
+            B_l1 = T.alloc_l1((bN, bK), "float16")
+            C_l0c = T.alloc_l0c((bM, bN), "float32")
+            T.annotate_buffer_versions({A_l1: VERSIONS, B_l1: VERSIONS})
+            for k in T.Pipelined(K // bK, num_stages=2):
+                T.copy(A[bx * bM:(bx + 1) * bM, k * bK:(k + 1) * bK], A_l1)
+                T.copy(B[0:bN, k * bK:(k + 1) * bK], B_l1)
+                T.gemm(A_l1, B_l1, C_l0c, transpose_B=True, clear_accum=(k == 0))
+            T.copy(C_l0c, C[bx * bM, 0])
+
+    return main
+'''
+
+_ASCEND_MIXED = '''\
+import tilelang.ascend.language as T
+
+
+def kernel(M=2048, N=128, K=64, bM=64, nb=4):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((N, K), "float16"),
+             C: T.Tensor((M, N), "float32"), D: T.Tensor((M, N), "float32")):
+        with T.Kernel(nb) as bx:
+            A_l1 = T.alloc_l1((bM, K), "float16")
+            B_l1 = T.alloc_l1((N, K), "float16")
+            C_l0c = T.alloc_l0c((bM, N), "float32")
+            C_ub = T.alloc_shared((bM // 2, N), "float32")
+            D_ub = T.alloc_shared((bM // 2, N), "float32")
+            T.annotate_buffer_versions({A_l1: 1, C_l0c: 1, C_ub: VERSIONS, D_ub: VERSIONS})
+            T.copy(B[0:N, 0:K], B_l1)
+            for t in T.Pipelined(M // bM // nb, num_stages=2):
+                m = (t * nb + bx) * bM
+                T.copy(A[m:m + bM, 0:K], A_l1)
+                T.gemm(A_l1, B_l1, C_l0c, transpose_B=True, clear_accum=True)
+                T.dual_copy(C_l0c, C_ub)
+                T.dual_copy(C_l0c, D_ub)
+                T.dual_copy(C_ub, C[m:m + bM, 0:N])
+                T.dual_copy(D_ub, D[m:m + bM, 0:N])
+
+    return main
+'''
 
 RULES: Tuple[Rule, ...] = (
     Rule("TL001", "syntax-error", "error", "The file does not parse as Python.",
-         what="The kernel file has a syntax error, so nothing in it can be analysed.",
-         why="The compiler never sees a kernel that Python cannot import.",
-         bad_example="for k in T.Pipelined(n, num_stages=3)\n    ...",
-         good_example="for k in T.Pipelined(n, num_stages=3):\n    ...",
-         fix="Fix the syntax error at the reported position."),
+         what="The file has a Python syntax error. It is reported at the position the "
+              "parser stops. Each top-level statement is parsed on its own, so the kernels "
+              "in the other top-level statements of the file are still analysed.",
+         why="Python cannot import the file, so the compiler never sees any of its kernels; "
+             "every other finding for the file is provisional until it parses.",
+         bad_example="for k in T.Pipelined(n, num_stages=2)\n" + _GEMM_BODY,
+         good_example="for k in T.Pipelined(n, num_stages=2):\n" + _GEMM_BODY,
+         fix="Fix the syntax error at the reported position (here: the missing `:`)."),
     Rule("TL002", "unresolved-value", "information",
          "A size or schedule value cannot be determined statically.",
          what="A value the analyses need (num_stages, a tile size, a dtype) depends on "
               "something tilelint cannot see, such as a runtime argument.",
          why="Shared-memory size, stage assignment and buffer versions all depend on "
              "these values; without them the results for this kernel are partial.",
-         bad_example="def matmul(block_K):  # never called in this file\n    ...",
-         good_example="# tilelint: bind block_K=32\ndef matmul(block_K):\n    ...",
+         bad_example=_TL002_BAD,
+         good_example=_TL002_BAD.replace(
+             "\n\ndef matmul(", "\n\n# tilelint: bind block_K=32\ndef matmul("),
          fix="Add a `# tilelint: bind name=value` comment above the kernel or its "
-             "factory, or call the factory with literal arguments in the file."),
+             "factory, call the factory with literal arguments in the file, give the "
+             "value under [tool.tilelint.bindings] in pyproject.toml, or pass "
+             "`--bind name=value` to `tilelint check`. One TL002 is reported per kernel, "
+             "naming every value that is missing."),
     Rule("TL003", "file-too-large", "information",
          "The file is too large to analyse.",
-         what="Files over 2 MB are not analysed; one TL003 is reported instead.",
+         what="Files over 2 MB are not analysed; one TL003 is reported on the first line "
+              "instead, and nothing else is reported for the file.",
          why="Real kernel files are a few hundred lines; parsing a multi-megabyte file "
-             "with libcst costs seconds and hundreds of MB on every edit.",
+             "with libcst costs seconds and hundreds of MB on every edit. The limit says "
+             "nothing about the compiler, which would import such a file normally.",
+         bad_example="# kernels_generated.py: 2.4 MB of generated kernels\n...",
+         good_example="# kernels_generated.py excluded in pyproject.toml:\n"
+                      "# [tool.tilelint]\n# exclude = [\"kernels_generated.py\"]",
          fix="Split generated code out of the kernel file, or exclude it in "
              "[tool.tilelint] exclude."),
     Rule("TL101", "duplicate-pipeline-order", "error",
@@ -154,22 +265,31 @@ RULES: Tuple[Rule, ...] = (
          fix="Write the buffer in one statement, or use separate buffers."),
     Rule("TL109", "nested-pipelined-loop", "warning",
          "A T.Pipelined loop inside another T.Pipelined loop.",
-         what="Pipelined loops are nested.",
-         why="Buffer versioning and warp specialization treat one pipelined loop at a "
-             "time; the inner loop's buffers are not versioned for the outer pipeline.",
+         what="A T.Pipelined loop sits inside the body of another T.Pipelined loop.",
+         why="PipelinePlanning schedules the outer loop's body as a whole and does not "
+             "look inside it, so the inner loop is not pipelined: its copies are not "
+             "multi-buffered and nothing overlaps. With the example the compiler gives "
+             "the 128x32 and 32x128 tiles one version each (16 KiB of shared memory); with "
+             "an outer T.serial loop the inner loop gets two versions (32 KiB).",
          bad_example="for i in T.Pipelined(m, num_stages=2):\n"
-                     "    for k in T.Pipelined(n, num_stages=2):\n        ...",
+                     "    for k in T.Pipelined(n, num_stages=2):\n"
+                     + _GEMM_BODY_NESTED,
          good_example="for i in T.serial(m):\n"
-                      "    for k in T.Pipelined(n, num_stages=2):\n        ...",
+                      "    for k in T.Pipelined(n, num_stages=2):\n"
+                      + _GEMM_BODY_NESTED,
          fix="Pipeline only the innermost loop; make the outer one T.serial."),
     Rule("TL110", "pipelining-disabled-on-target", "warning",
          "Software pipelining is disabled on this ROCm target.",
-         what="On ROCm targets other than gfx950 the compiler drops num_stages.",
-         why="PipelinePlanning strips the annotation because the async-copy pipeline "
-             "has not been validated there; the loop runs unpipelined, single-buffered.",
-         bad_example="for k in T.Pipelined(n, num_stages=3):  # on gfx942\n        ...",
-         good_example="for k in T.Pipelined(n, num_stages=3):  # on gfx950 or CUDA\n        ...",
-         fix="Expect no overlap on this target, or target gfx950."),
+         what="On ROCm targets other than gfx950 (for example gfx942) the compiler drops "
+              "num_stages from a T.Pipelined loop that has no manual order/stage.",
+         why="PipelinePlanning removes the annotation on ROCm unless the target is gfx950, "
+             "the only ROCm target whose async-copy pipeline it treats as validated; the "
+             "loop runs unpipelined and its buffers are single-buffered. The same file on "
+             "gfx950 or a CUDA target is pipelined.",
+         bad_example="for k in T.Pipelined(n, num_stages=3):  # on gfx942\n" + _GEMM_BODY,
+         good_example="for k in T.Pipelined(n, num_stages=3):  # on gfx950\n" + _GEMM_BODY,
+         fix="Expect no overlap on this target (drop num_stages to say so), or target "
+             "gfx950."),
     Rule("TL111", "manual-schedule-ignored-by-warp-specialization", "warning",
          "The manual schedule is ignored: the loop is warp-specialized (sm_90).",
          what="On sm_90 a loop with num_stages and TMA-eligible copies is split into "
@@ -190,10 +310,11 @@ RULES: Tuple[Rule, ...] = (
          why="Planning places copies right before their last consumer; when that consumer "
              "is itself a copy producer nothing schedules the copy and the compiler stops "
              "with 'The number of stages should be equal to the number of pipeline stages'.",
-         bad_example="for k in T.Pipelined(n, num_stages=2):\n    T.copy(Ids[k], Idx_shared)\n"
-                     "    kk = Idx_shared[0]\n    T.copy(A[by * 128, kk * 32], A_shared)\n    ...",
-         good_example="for k in T.Pipelined(n, num_stages=2):\n    kk = Ids[k]\n"
-                      "    T.copy(A[by * 128, kk * 32], A_shared)\n    ...",
+         bad_example=_TL112_BAD,
+         good_example=_TL112_BAD.replace(
+             "            T.copy(Ids[k], Idx_shared)\n            kk = Idx_shared[0]\n",
+             "            kk = Ids[k]\n").replace(
+             "        Idx_shared = T.alloc_shared((1,), \"int32\")\n", ""),
          fix="Read the index straight from global memory (a replayable alias), or give a "
              "manual order/stage."),
     Rule("TL113", "warp-specialization-fallback", "warning",
@@ -214,40 +335,149 @@ RULES: Tuple[Rule, ...] = (
          target="sm_90"),
     Rule("TL201", "shared-memory-overflow", "error",
          "Shared memory exceeds the target's per-block limit.",
-         what="The kernel's merged shared-memory arena is larger than the opt-in limit.",
-         why="The compiler accepts it; the kernel fails at launch."),
+         what="The kernel's merged shared-memory arena (every multi-versioned buffer, after "
+              "MergeSharedMemoryAllocations reuse) is larger than the target's opt-in limit "
+              "of dynamic shared memory per block (sm_80: 163 KiB, sm_90: 227 KiB).",
+         why="The compiler accepts the kernel and generates code; the launch then fails "
+             "because the block asks for more shared memory than the SM can give. Each "
+             "pipeline stage multiplies the copied tiles: num_stages=N keeps N versions.",
+         bad_example="for k in T.Pipelined(n, num_stages=12):\n" + _GEMM_BODY,
+         good_example="for k in T.Pipelined(n, num_stages=3):\n" + _GEMM_BODY,
+         fix="Lower num_stages (the quick fix proposes the largest value that fits), use "
+             "smaller tiles, or reuse a buffer; the message lists every buffer's bytes."),
     Rule("TL202", "autotune-config-overflow", "error",
-         "An autotune configuration exceeds the shared-memory limit.",
-         what="One configuration of an autotune space overflows shared memory.",
-         why="That configuration fails at launch and wastes tuning time."),
+         "Autotune configurations exceed the shared-memory limit.",
+         what="Some entries of a literal autotune configuration list (`@tilelang.autotune("
+              "configs=...)`: a list, a function returning one, a dict of value lists, or a "
+              "callable) give the kernel more shared memory than the target allows. One "
+              "diagnostic per kernel and target names every such configuration.",
+         why="The autotuner compiles and tries every configuration; the overflowing ones "
+             "fail at launch, waste tuning time and hide in the tuner's log.",
+         bad_example=(
+             "import tilelang\nimport tilelang.language as T\n\n\n"
+             "@tilelang.autotune(configs=[{\"num_stages\": 3}, {\"num_stages\": 12}])\n"
+             "@tilelang.jit(out_idx=[-1])\n"
+             "def matmul(M, N, K, num_stages=None):\n"
+             "    @T.prim_func\n"
+             "    def tuned(A: T.Tensor((M, K), \"float16\"), B: T.Tensor((K, N), \"float16\"),\n"
+             "              C: T.Tensor((M, N), \"float16\")):\n"
+             "        with T.Kernel(N // 128, M // 128, threads=128) as (bx, by):\n"
+             "            A_shared = T.alloc_shared((128, 32), \"float16\")\n"
+             "            B_shared = T.alloc_shared((32, 128), \"float16\")\n"
+             "            C_local = T.alloc_fragment((128, 128), \"float32\")\n"
+             "            T.clear(C_local)\n"
+             "            for k in T.Pipelined(K // 32, num_stages=num_stages):\n"
+             "                T.copy(A[by * 128, k * 32], A_shared)\n"
+             "                T.copy(B[k * 32, bx * 128], B_shared)\n"
+             "                T.gemm(A_shared, B_shared, C_local)\n"
+             "            T.copy(C_local, C[by * 128, bx * 128])\n\n"
+             "    return tuned\n\n\n"
+             "kernel = matmul(1024, 1024, 1024)\n"),
+         good_example=(
+             "import tilelang\nimport tilelang.language as T\n\n\n"
+             "@tilelang.autotune(configs=[{\"num_stages\": 3}, {\"num_stages\": 4}])\n"
+             "@tilelang.jit(out_idx=[-1])\n"
+             "def matmul(M, N, K, num_stages=None):\n"
+             "    @T.prim_func\n"
+             "    def tuned(A: T.Tensor((M, K), \"float16\"), B: T.Tensor((K, N), \"float16\"),\n"
+             "              C: T.Tensor((M, N), \"float16\")):\n"
+             "        with T.Kernel(N // 128, M // 128, threads=128) as (bx, by):\n"
+             "            A_shared = T.alloc_shared((128, 32), \"float16\")\n"
+             "            B_shared = T.alloc_shared((32, 128), \"float16\")\n"
+             "            C_local = T.alloc_fragment((128, 128), \"float32\")\n"
+             "            T.clear(C_local)\n"
+             "            for k in T.Pipelined(K // 32, num_stages=num_stages):\n"
+             "                T.copy(A[by * 128, k * 32], A_shared)\n"
+             "                T.copy(B[k * 32, bx * 128], B_shared)\n"
+             "                T.gemm(A_shared, B_shared, C_local)\n"
+             "            T.copy(C_local, C[by * 128, bx * 128])\n\n"
+             "    return tuned\n\n\n"
+             "kernel = matmul(1024, 1024, 1024)\n"),
+         fix="Drop the named configurations from the list, or bound the space (e.g. skip "
+             "num_stages values whose tiles times stages exceed the budget in the function "
+             "that builds the list)."),
     Rule("TL203", "shared-memory-near-budget", "information",
          "Shared memory is close to the target's limit.",
-         what="The kernel uses most of the per-block shared memory.",
-         why="Little room is left for more stages or larger tiles; occupancy is low."),
+         what="The kernel's shared memory is above 90 % of the target's per-block limit.",
+         why="There is no room for one more stage or a larger tile, and with so much "
+             "shared memory per block only one block fits on an SM (low occupancy).",
+         bad_example="for k in T.Pipelined(n, num_stages=10):\n" + _GEMM_BODY,
+         good_example="for k in T.Pipelined(n, num_stages=3):\n" + _GEMM_BODY,
+         fix="Usually nothing to fix; consider fewer stages if occupancy matters more "
+             "than latency hiding."),
     Rule("TL301", "flag-spill", "warning",
          "Ascend sync flags spill from hardware events into buffer locks.",
-         what="More than 8 event ids are needed for one producer/consumer pipe pair.",
-         why="RewriteFlagToBuf turns the excess into asc_lock/asc_unlock, which is slower."),
+         what="One hardware event (a producer/consumer pipe pair such as MTE2→MTE1) needs "
+              "more than the 8 event ids a core has. Each multi-buffered handshake takes "
+              "one id per buffer version, so a cube GEMM whose L1 tiles have 12 versions "
+              "needs 12 ids on MTE1→MTE2 and 12 on MTE2→MTE1.",
+         why="The compiler accepts the kernel, but its RewriteFlagToBuf step turns the "
+             "handshakes that do not fit into blocking asc_lock/asc_unlock pairs on ids "
+             "of a shared mutex pool, which is slower than hardware events and uses up "
+             "the pool (TL302).",
+         bad_example=_ASCEND_GEMM.replace("VERSIONS", "12"),
+         good_example=_ASCEND_GEMM.replace("VERSIONS", "8"),
+         fix="Lower the versions in T.annotate_buffer_versions (8 or fewer per buffer of "
+             "one handshake), or merge statements that synchronise on the same pipes.",
+         target="ascend"),
     Rule("TL302", "mutex-pool-exhausted", "error",
          "The Ascend mutex pool (32 ids) is exhausted.",
-         what="Spilled flags need more lock ids than the pool has.",
-         why="The compiler fails with a hard error."),
+         what="The flags that spill (TL301) need more asc_lock ids than the pool's 32; "
+              "an L1 GEMM holds ids 0 and 1. With 16 versions per L1 tile each of the two "
+              "handshakes spills all 16 ids: 2 + 16 + 16 = 34.",
+         why="RewriteFlagToBuf cannot give every spilled handshake its own lock id and "
+             "the compiler stops with an error, so the kernel does not build.",
+         bad_example=_ASCEND_GEMM.replace("VERSIONS", "16"),
+         good_example=_ASCEND_GEMM.replace("VERSIONS", "8"),
+         fix="Lower the versions in T.annotate_buffer_versions: with 8 or fewer nothing "
+             "spills; up to 12 per L1 tile the spilled ids still fit in the pool (TL301).",
+         target="ascend"),
     Rule("TL303", "cross-core-flags-over-limit", "error",
          "More than 16 cross-core flags are needed.",
-         what="Cube/vector synchronisation needs more than 16 flag ids.",
-         why="The hardware has 16 cross-core flag ids; the compiler fails."),
+         what="The handshakes between the cube core and the vector cores (an L0C→UB "
+              "T.dual_copy, the release of the UB buffer) need more than the 16 cross-core "
+              "flag ids, one per version of each UB buffer the two sides share. Two UB "
+              "buffers with 9 versions each need 18.",
+         why="InsertSync cannot place the flags in 16 contiguous slots and the compiler "
+             "stops ('cannot allocate 9 contiguous cross-core flag slots'), so the kernel "
+             "does not build.",
+         bad_example=_ASCEND_MIXED.replace("VERSIONS", "9"),
+         good_example=_ASCEND_MIXED.replace("VERSIONS", "8"),
+         fix="Lower the versions of the UB buffers filled from L0C so that their sum is "
+             "16 or less.",
+         target="ascend"),
     Rule("TL900", "unused-noqa", "hint",
          "A `# noqa` comment suppresses nothing.",
-         what="The suppression comment names a code that is not reported on this line.",
-         why="Stale suppressions hide future problems."),
+         what="A `# noqa` or `# noqa: CODE` comment is on a line where no finding (or not "
+              "the named code) is reported. TL900 is off by default: enable it with "
+              "`extend-select = [\"TL900\"]` in [tool.tilelint], `--extend-select TL900` "
+              "on the command line, or any `select` list that covers it (`select = "
+              "[\"TL\"]` selects every code, TL900 included).",
+         why="A suppression that no longer matches anything hides the next real problem "
+             "on that line. Editors show TL900 as unnecessary (faded) code.",
+         bad_example="for k in T.Pipelined(n, num_stages=2):  # noqa: TL106\n" + _GEMM_BODY,
+         good_example="for k in T.Pipelined(n, num_stages=2):\n" + _GEMM_BODY,
+         fix="Remove the comment, or the codes in it that no longer fire."),
     Rule("TL910", "verify-mismatch", "warning",
          "tilelint's prediction disagrees with the real compiler.",
-         what="Verification with the installed compiler gave a different result.",
-         why="The static model missed a compiler behaviour; trust the compiler."),
+         what="Only from `tilelint verify FILE`, which imports the file in a separate "
+              "worker process, lowers every kernel with the installed tilelang 0.1.15 and "
+              "compares the compiler's facts with the static model: pipelined or not, "
+              "stage, order and depth, buffer versions, arena bytes and offsets, threads, "
+              "warp specialization and sync counts. The message names both values.",
+         why="The static model missed a compiler behaviour; trust the compiler. Please "
+             "report the kernel: a disagreement is a tilelint bug.",
+         fix="Nothing to change in the kernel for this finding itself; the other findings "
+             "of the file may be wrong where they depend on the mismatching value."),
     Rule("TL911", "unpredicted-compiler-error", "error",
          "The compiler failed where tilelint predicted success.",
-         what="Verification with the installed compiler raised an error.",
-         why="The static model does not cover this failure."),
+         what="Only from `tilelint verify FILE`: lowering a kernel with the installed "
+              "tilelang raised an error that no tilelint rule predicted. The finding sits "
+              "on the line the compiler blames (its `--> file:LINE:COL`), with the "
+              "compiler's message.",
+         why="The static model does not cover this failure; the kernel does not build.",
+         fix="Read the compiler's message in the finding. If the kernel looks valid, report "
+             "it to tilelang; otherwise please report the missing rule to tilelint."),
 )
 
 RULES_BY_CODE: Dict[str, Rule] = {r.code: r for r in RULES}

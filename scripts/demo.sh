@@ -14,4 +14,4 @@ status=0
 "$VENV/bin/tilelint" check examples/ || status=$?
 [ "$status" -le 1 ] || exit "$status"
 echo
-"$VENV/bin/tilelint" explain examples/gemm_pipelined.py --target sm_80
+"$VENV/bin/tilelint" explain examples/gemm_clean.py --target sm_80
