@@ -29,13 +29,14 @@ and checked on the parity fixtures):
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from . import targets as targets_mod
 from .model import (
-    Alloc, BufferInfo, Const, Diagnostic, Fix, Kernel, Loop, LoopResult, Related, Span,
-    Stmt, TextEdit,
+    Alloc, BufferInfo, Const, Diagnostic, Fix, Kernel, KernelSync, Loop, LoopResult, LoopSync,
+    Related, Span, Stmt, TextEdit,
 )
 from .schedule import modulo_schedule
 from .values import dtype_bits, normalise_dtype
@@ -426,24 +427,80 @@ class SweepPoint:
     arena_bytes: Optional[int]
     static_bytes: int
     fits: Tuple[Tuple[str, bool], ...]  # (target, fits its opt-in budget)
+    # The sync the compiler emits for this value (sync_cuda.kernel_sync): kernel-wide
+    # counts and one LoopSync per pipelined loop.
+    sync: Optional[KernelSync] = None
+    loop_sync: Tuple[LoopSync, ...] = ()
+    depths: Tuple[Optional[int], ...] = ()  # pipeline depth of each pipelined loop
+
+
+def _force_num_stages(kernel: Kernel, num_stages: int) -> Kernel:
+    """``kernel`` with ``num_stages=<num_stages>`` written on every pipelined loop."""
+
+    def fix(stmts: Sequence[Stmt]) -> Tuple[Stmt, ...]:
+        out = []
+        for st in stmts:
+            children = fix(st.children) if st.children else st.children
+            loop = st.loop
+            if loop is not None:
+                loop = dataclasses.replace(loop, body=children)
+                if loop.kind == "pipelined":
+                    loop = dataclasses.replace(loop, num_stages=Const(num_stages))
+            out.append(dataclasses.replace(st, children=children, loop=loop))
+        return tuple(out)
+
+    return dataclasses.replace(kernel, body=fix(kernel.body))
+
+
+def plan_instance(kernel: Kernel, env, target: str, num_stages: Optional[int] = None
+                  ) -> Tuple[Kernel, List[LoopResult], bool]:
+    """Plan one instance of a kernel the way ``pipeline.analyze_kernel`` does (the
+    active view of conditional iterators, sm_90 warp specialization, planning and
+    versions): (the kernel as planned, its loop results, warp-specialized).
+    ``num_stages`` forces that value on every pipelined loop (a what-if)."""
+    from . import planning, versions as versions_mod  # local: planning imports rules
+    from .pipeline import active_view, pipelined_loops
+    view = active_view(kernel, env)
+    if num_stages is not None:
+        view = _force_num_stages(view, num_stages)
+    allocs = {a.name: a for a in view.allocs}
+    t = targets_mod.get(target)
+    mode = "none"
+    ws_loop = None
+    if t is not None and t.kind == "cuda":
+        mode = planning.warp_specialization_mode(view, env, target, allocs)
+        if mode == "applied":
+            ws_loop = planning.warp_specialized_loop(view, env, target, allocs)
+    out: List[LoopResult] = []
+    for loop in pipelined_loops(view.body):
+        lr, _ = planning.plan_loop(loop, env, target, allocs, loop is ws_loop,
+                                   ws_fallback=mode == "fallback")
+        if lr.pipelined:
+            lr = dataclasses.replace(lr, versions=versions_mod.compute_versions(lr, allocs, env))
+        out.append(lr)
+    return view, out, ws_loop is not None
 
 
 def replan(kernel: Kernel, env, target: str, warp_specialized: bool, num_stages: int
            ) -> List[LoopResult]:
     """Plan every pipelined loop of the kernel with ``num_stages`` forced (loops with
-    manual order/stage keep theirs)."""
-    from . import planning, versions as versions_mod  # local: planning imports heavy rules
-    allocs = {a.name: a for a in kernel.allocs}
-    out: List[LoopResult] = []
-    for s in _walk(kernel.body):
-        if not _is_pipelined_stmt(s):
+    manual order/stage keep theirs).  ``warp_specialized`` is recomputed for the
+    forced value (kept in the signature for callers)."""
+    _, loops, _ = plan_instance(kernel, env, target, num_stages)
+    return loops
+
+
+def sweep_num_stages(kernel: Kernel, env, values: Iterable[int], target: str,
+                     check_targets: Sequence[str] = targets_mod.CUDA_TARGETS) -> List[SweepPoint]:
+    """``sweep`` over num_stages with each value planned like a real instance
+    (warp specialization re-decided per value)."""
+    out: List[SweepPoint] = []
+    for ns in values:
+        try:
+            view, loops, ws = plan_instance(kernel, env, target, ns)
+        except Exception:  # noqa: BLE001
             continue
-        loop = dataclasses.replace(s.loop, num_stages=Const(num_stages))
-        lr, _ = planning.plan_loop(loop, env, target, allocs, warp_specialized)
-        if lr.pipelined:
-            lr = dataclasses.replace(lr, versions=versions_mod.compute_versions(lr, allocs))
-        # keep the identity of the original loop so packing finds its statement
-        out.append(dataclasses.replace(lr, loop=s.loop))
+        out.extend(sweep(view, env, lambda _ns, lp=loops: lp, [ns], target, ws, check_targets))
     return out
 
 
@@ -465,7 +522,14 @@ def sweep(kernel: Kernel, env, loops_for_num_stages: Callable[[int], Sequence[Lo
         for t in check_targets:
             b = targets_mod.budget(t)
             fits.append((t, p.total_bytes is not None and b is not None and p.total_bytes <= b))
-        out.append(SweepPoint(ns, vers, p.arena_bytes, p.static_bytes, tuple(fits)))
+        ksync, lsync = None, ()
+        t = targets_mod.get(target)
+        if t is not None and t.kind == "cuda":
+            from .sync_cuda import kernel_sync  # local: sync_cuda imports this module
+            ksync, lsync = kernel_sync(kernel, env, loops, target, warp_specialized, p)
+        out.append(SweepPoint(ns, vers, p.arena_bytes, p.static_bytes, tuple(fits),
+                              ksync, tuple(lsync),
+                              tuple(lr.depth if lr.pipelined else None for lr in loops)))
     return out
 
 
@@ -534,3 +598,215 @@ def _overflow(kernel, env, loops, pack, target, warp_specialized) -> List[Diagno
         msg += "; no num_stages >= 1 fits"
     return [Diagnostic(code="TL201", severity="error", span=largest.span, message=msg,
                        related=tuple(related), fixes=tuple(fixes))]
+
+
+# --------------------------------------------------------------------------
+# TL202: autotune configurations that overflow
+# --------------------------------------------------------------------------
+
+MAX_AUTOTUNE_CONFIGS = 512  # configurations checked per kernel
+_CONFIGS_KW = re.compile(r"(?<![\w.])configs\s*=(?!=)")
+
+
+def _kib(n: int) -> str:
+    return f"{n // 1024} KiB" if n % 1024 == 0 else f"{n / 1024:.1f} KiB"
+
+
+def _cfg_label(cfg: Dict[str, object]) -> str:
+    def fmt(v: object) -> str:
+        if isinstance(v, str):
+            return v
+        return repr(v)
+    return ", ".join(f"{k}={fmt(v)}" for k, v in cfg.items() if k != "pass_configs") or "{}"
+
+
+def autotune_span(source: Optional[str], def_line: int) -> Optional[Span]:
+    """The ``configs=…`` argument of an ``@…autotune(…)`` decorator above the def
+    on ``def_line`` (1-based), else the decorator line, else None."""
+    if not source or def_line <= 1:
+        return None
+    lines = source.splitlines()
+    # Walk up over the decorator block (stop at a blank line or a statement).
+    first = def_line - 1
+    i = def_line - 2
+    while i >= 0:
+        text = lines[i].strip()
+        if not text or text.startswith("#"):
+            if not text:
+                break
+            i -= 1
+            continue
+        first = i
+        if text.startswith("@"):
+            i -= 1
+            continue
+        # a continuation line of a multi-line decorator
+        i -= 1
+    block_start = first
+    for ln in range(block_start, def_line - 1):
+        text = lines[ln]
+        at = text.find("@")
+        if at < 0 or "autotune" not in text[at:]:
+            continue
+        # Search ``configs`` from here to the def line.
+        for ln2 in range(ln, def_line - 1):
+            m = _CONFIGS_KW.search(lines[ln2])
+            if m is None:
+                continue
+            j = m.end()
+            while j < len(lines[ln2]) and lines[ln2][j] == " ":
+                j += 1
+            start = (ln2 + 1, j)
+            depth = 0
+            r, c = ln2, j
+            while r < def_line - 1:
+                row = lines[r]
+                while c < len(row):
+                    ch = row[c]
+                    if ch in "([{":
+                        depth += 1
+                    elif ch in ")]}":
+                        if depth == 0:
+                            return Span(start[0], start[1], r + 1, c)
+                        depth -= 1
+                    elif ch == "," and depth == 0:
+                        return Span(start[0], start[1], r + 1, c)
+                    c += 1
+                if depth == 0:
+                    return Span(start[0], start[1], r + 1, len(row.rstrip()))
+                r += 1
+                c = 0
+            break
+        return Span(ln + 1, at, ln + 1, len(text.rstrip()))
+    return None
+
+
+def autotune_configs(module, kernel: Kernel,
+                     base_bindings: Sequence[Tuple[str, object]] = ()
+                     ) -> Optional[List[Dict[str, object]]]:
+    """The literal autotune configuration list of ``kernel``'s factory, if any.
+
+    The forms the value resolver turns into instances (a literal list, a name or
+    a call evaluating to one, a dict of lists) come from ``values``; a callable
+    ``configs=get_configs`` (tilelang calls it with the kernel's arguments) is
+    called here with the factory's resolved arguments (``base_bindings``)."""
+    from . import values as values_mod
+    try:
+        prog = values_mod.program(module)
+        cfgs = prog.autotune_configs(kernel.factory or kernel.name)
+        if not cfgs:
+            cfgs = _callable_configs(prog, module, kernel, dict(base_bindings))
+    except Exception:  # noqa: BLE001
+        return None
+    if not cfgs:
+        return None
+    return [c for c in cfgs if isinstance(c, dict)][:MAX_AUTOTUNE_CONFIGS] or None
+
+
+def _callable_configs(prog, module, kernel: Kernel, bound: Dict[str, object]
+                      ) -> Optional[List[Dict[str, object]]]:
+    from .model import Call as CallExpr, Name as NameExpr
+    from . import values as values_mod
+    fdef = prog.defs.get(kernel.factory or kernel.name)
+    if fdef is None:
+        return None
+    for d in fdef.decorators:
+        if not (isinstance(d, CallExpr) and d.func.split(".")[-1] == "autotune"):
+            continue
+        cfg = dict(d.kwargs).get("configs")
+        if not isinstance(cfg, NameExpr):
+            return None
+        helper = prog.defs.get(cfg.id)
+        if helper is None:
+            return None
+        # tilelang calls configs(*args, **kwargs) with the kernel call's arguments:
+        # pass the factory's parameters, in order, as far as the helper takes them.
+        names = [p.name for p in values_mod.kernel_params(kernel)]
+        pos = []
+        for p, name in zip(helper.params, names):
+            v = bound.get(name)
+            if v is None or isinstance(v, (values_mod.Symbolic, values_mod.Unresolved)):
+                break
+            pos.append(v)
+        if len(pos) < len([p for p in helper.params if p.default is None]):
+            return None
+        v = prog.call(helper, pos, {}, 0)
+        if isinstance(v, dict) and v and all(isinstance(x, (list, tuple)) for x in v.values()):
+            import itertools
+            v = [dict(zip(v, combo)) for combo in itertools.product(*v.values())]
+        if isinstance(v, (list, tuple)):
+            return [x for x in v if isinstance(x, dict)] or None
+        return None
+    return None
+
+
+def autotune_overflows(module, kernel: Kernel, target: str,
+                       base_bindings: Sequence[Tuple[str, object]] = (),
+                       overrides: Optional[Dict[str, object]] = None
+                       ) -> Optional[Tuple[List[Dict[str, object]],
+                                           List[Tuple[Dict[str, object], Packing]]]]:
+    """Every autotune configuration of ``kernel`` packed on ``target``:
+    (the configurations, [(config, packing) for each one that overflows]).
+
+    Each configuration is one instance of the kernel: the configuration's values
+    on top of ``base_bindings`` (the default instance's resolved arguments, e.g.
+    the problem size from the call site), with ``overrides`` (explicit bindings)
+    winning.  None when the kernel has no literal configuration list."""
+    from . import values as values_mod
+    cfgs = autotune_configs(module, kernel, base_bindings)
+    budget = targets_mod.budget(target)
+    if not cfgs or budget is None:
+        return None
+    keys = {k for c in cfgs for k in c}
+    over: List[Tuple[Dict[str, object], Packing]] = []
+    for cfg in cfgs:
+        binds = {k: v for k, v in base_bindings if k not in keys}
+        binds.update(overrides or {})
+        try:
+            env = values_mod.build_env(module, kernel, None, binds, config=cfg)
+            view, loops, ws = plan_instance(kernel, env, target)
+            p = pack_kernel(view, env, loops, target, ws)
+        except Exception:  # noqa: BLE001
+            continue
+        if p.total_bytes is not None and p.total_bytes > budget:
+            over.append((cfg, p))
+    return cfgs, over
+
+
+def autotune_diagnostics(module, kernel: Kernel, target: str, source: Optional[str],
+                         base_bindings: Sequence[Tuple[str, object]] = (),
+                         overrides: Optional[Dict[str, object]] = None) -> List[Diagnostic]:
+    """TL202 (error): one per kernel and target, on the autotune configuration list,
+    naming every configuration whose shared memory exceeds the target's budget.
+    Never raises."""
+    try:
+        return _autotune_diagnostics(module, kernel, target, source, base_bindings, overrides)
+    except Exception:  # noqa: BLE001
+        return []
+
+
+def _autotune_diagnostics(module, kernel, target, source, base_bindings, overrides):
+    res = autotune_overflows(module, kernel, target, base_bindings, overrides)
+    if res is None or not res[1]:
+        return []
+    cfgs, over = res
+    budget = targets_mod.budget(target)
+    fdef_line = (kernel.factory_span or kernel.name_span).line
+    span = autotune_span(source, fdef_line) or kernel.factory_span or kernel.name_span
+    shown = over[:8]
+    parts = "; ".join(f"{_cfg_label(c)} ({_kib(p.total_bytes)})" for c, p in shown)
+    if len(over) > len(shown):
+        parts += f"; … {len(over) - len(shown)} more"
+    msg = (f"{len(over)} of {len(cfgs)} autotune configs overflow {target} "
+           f"(budget {budget} B = {_kib(budget)}): {parts}")
+    related = []
+    for c, p in over:
+        big = max((b for b in p.buffers if b.bytes), key=lambda b: b.bytes, default=None)
+        where = big.span if big is not None else span
+        detail = ", ".join(f"{b.name} {b.bytes} B" + (f" ×{b.versions}" if b.versions > 1 else "")
+                           for b in p.buffers if b.bytes)
+        related.append(Related(where, f"{_cfg_label(c)}: {p.total_bytes} B > {budget} B "
+                                      f"({detail})"))
+    return [Diagnostic(code="TL202", severity="error", span=span, message=msg,
+                       related=tuple(related), kernel=kernel.name,
+                       configs=tuple(_cfg_label(c) for c, _ in over))]

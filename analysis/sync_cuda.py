@@ -504,6 +504,14 @@ def trace(kernel: Kernel, env, loops: Sequence[LoopResult], target: str,
                 per_loop[li] = LoopSync(syncthreads=sum(
                     1 for e in tr.events[start:] if e.kind == "sync"))
             return
+        if s.loop is None and s.children and any(
+                x.loop is not None and x.loop.kind == "pipelined" for x in _walk(s.children)):
+            # An ``if`` or an inlined macro around a pipelined loop: the emitted code
+            # is its body in sequence (a guard does not change where ThreadSync
+            # and the pipeline put their calls).
+            for c in s.children:
+                visit(c)
+            return
         tr.access(_accs(s, tr.shared, False, None), Event("stmt", "pre", -1, stmt=s))
 
     for s in kernel.body:
@@ -531,6 +539,11 @@ def _kernel_sync(kernel, env, loops, target, warp_specialized, pack):
         extra = 0
         for s in kernel.body:
             if s.loop is not None and s.loop.kind == "pipelined":
+                break
+            if s.loop is None and any(x.loop is not None and x.loop.kind == "pipelined"
+                                      for x in _walk(s.children)):
+                # an inlined macro (or a guard) around the loop: what it writes
+                # inside the loop is not "before the loop"
                 break
             if _rw(s, shared)[1]:
                 extra = 1

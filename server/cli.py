@@ -535,14 +535,31 @@ class SweepRow:
     static_bytes: Optional[int]
     versions: Tuple[Tuple[str, int], ...]
     fits: Tuple[Tuple[str, bool], ...]
+    # sync the compiler emits for this value (None when not modelled)
+    syncthreads: Optional[int] = None
+    cp_async_commit: Optional[int] = None
+    cp_async_wait: Tuple[int, ...] = ()
+    mbarriers: Optional[int] = None
+    loop_syncthreads: Tuple[int, ...] = ()  # __syncthreads inside each steady-state loop
+    depths: Tuple[Optional[int], ...] = ()
+
+
+def _sync_fields(ksync, lsyncs, depths=()) -> Dict[str, object]:
+    if ksync is None:
+        return {}
+    return dict(syncthreads=ksync.syncthreads, cp_async_commit=ksync.cp_async_commit,
+                cp_async_wait=tuple(ksync.cp_async_wait), mbarriers=ksync.mbarriers,
+                loop_syncthreads=tuple(ls.syncthreads for ls in lsyncs), depths=tuple(depths))
 
 
 def sweep_rows(text: str, path: str, settings, name: str, values: Sequence[int]) -> List[SweepRow]:
     """One row per kernel and value.  ``num_stages`` is forced on every pipelined
-    loop (packing.replan); any other name is re-bound like ``--bind``."""
+    loop (packing.sweep_num_stages, warp specialization re-decided per value);
+    any other name is re-bound like ``--bind``.  Each row carries the sync counts
+    (``__syncthreads``, cp.async commits, the wait_group list, mbarriers)."""
     import dataclasses
 
-    from tilelint.analysis import analyze, frontend, packing, pipeline, planning
+    from tilelint.analysis import analyze, frontend, packing, pipeline
     from tilelint.analysis import targets as targets_mod
     from tilelint.analysis import values as values_mod
 
@@ -556,33 +573,83 @@ def sweep_rows(text: str, path: str, settings, name: str, values: Sequence[int])
         for kernel in module.kernels:
             overrides = pipeline.kernel_overrides(kernel, settings)
             inst = values_mod.instances(module, kernel, overrides)[0]
-            env = inst.env
-            ws = planning.warp_specialization_applies(kernel, env, settings.target)
-            points = packing.sweep(
-                kernel, env,
-                lambda ns, k=kernel, e=env, w=ws: packing.replan(k, e, settings.target, w, ns),
-                values, settings.target, ws)
+            points = packing.sweep_num_stages(kernel, inst.env, values, settings.target)
             for pt in points:
                 rows.append(SweepRow(kernel.name, pt.num_stages, pt.arena_bytes, pt.static_bytes,
-                                     tuple(pt.versions), tuple(pt.fits)))
+                                     tuple(pt.versions), tuple(pt.fits),
+                                     **_sync_fields(pt.sync, pt.loop_sync, pt.depths)))
         return rows
     for v in values:
         s2 = dataclasses.replace(settings, bindings=tuple(settings.bindings) + ((name, v),))
         a = analyze(text, path, s2, module=module)
         for kr in a.kernels:
             fits = []
+            total = None if kr.shared_bytes is None else kr.shared_bytes + sum(
+                b.bytes or 0 for b in kr.buffers if b.scope == "shared")
             for t in targets_mod.CUDA_TARGETS:
                 b = targets_mod.budget(t)
-                fits.append((t, kr.shared_bytes is not None and b is not None
-                             and kr.shared_bytes <= b))
+                fits.append((t, total is not None and b is not None and total <= b))
             rows.append(SweepRow(kr.kernel.name, v, kr.shared_bytes, None,
-                                 tuple((b.name, b.versions) for b in kr.buffers), tuple(fits)))
+                                 tuple((b.name, b.versions) for b in kr.buffers), tuple(fits),
+                                 **_sync_fields(kr.sync, [lr.sync or _no_sync() for lr in kr.loops],
+                                                [lr.depth if lr.pipelined else None
+                                                 for lr in kr.loops])))
     return rows
+
+
+def _no_sync():
+    from tilelint.analysis.model import LoopSync
+    return LoopSync()
 
 
 def _sweep_data(text, path, settings, sweep, cost) -> Tuple[str, List[SweepRow]]:
     name, values = _parse_sweep(sweep) if sweep else ("num_stages", list(range(1, 6)))
     return name, sweep_rows(text, path, settings, name, values)
+
+
+def _row_sync_json(r: SweepRow) -> Optional[Dict[str, object]]:
+    if r.syncthreads is None:
+        return None
+    return {"syncthreads": r.syncthreads, "cp_async_commit": r.cp_async_commit,
+            "cp_async_wait": list(r.cp_async_wait), "mbarriers": r.mbarriers,
+            "syncthreads_in_loop": list(r.loop_syncthreads)}
+
+
+def _row_sync_text(r: SweepRow) -> Tuple[str, str]:
+    """(syncthreads total / in loops, cp.async commits + waits or mbarriers)."""
+    if r.syncthreads is None:
+        return "?", "?"
+    st = f"{r.syncthreads}" + (f" ({'/'.join(map(str, r.loop_syncthreads))} in loop)"
+                               if r.loop_syncthreads else "")
+    if r.mbarriers:
+        return st, f"{r.mbarriers} mbarriers"
+    if r.cp_async_commit:
+        return st, f"{r.cp_async_commit} commits, wait {list(r.cp_async_wait)}"
+    return st, "-"
+
+
+def _cost_depths(rows: Sequence[SweepRow]) -> List[int]:
+    ds = sorted({d for r in rows for d in r.depths if d})
+    return ds or [3, 6]
+
+
+def _cost_json(rows: Sequence[SweepRow]) -> Dict[str, object]:
+    from tilelint.analysis import cost as cost_mod
+    doc = cost_mod.as_dict(depths=sorted({3, 6} | set(_cost_depths(rows))))
+    doc["note"] = ("the chapter's section 5.2 greedy cycle model of sync cost; abstract cycles, "
+                   "model, not a measurement")
+    return doc
+
+
+def _cost_text(rows: Sequence[SweepRow]) -> str:
+    from tilelint.analysis import cost as cost_mod
+    depths = sorted({3, 6} | set(_cost_depths(rows)))
+    return ("\n" + cost_mod.render_table(depths, title="sync cost per pipeline depth")
+            + "variants: none = no sync (incorrect lower bound); war = release barrier before a "
+              "slot is refilled; war+raw = also an acquire barrier before the consumer; +cb = one "
+              "more barrier on the consumer chain; sync-copy = synchronous copies.\n"
+              "This is a MODEL, NOT A MEASUREMENT: compare the sync counts above with it, then "
+              "measure on hardware.\n")
 
 
 def _sweep_json(text, path, settings, sweep, cost) -> Dict[str, object]:
@@ -594,6 +661,11 @@ def _sweep_json(text, path, settings, sweep, cost) -> Dict[str, object]:
                                 "versions": dict(r.versions), "fits": dict(r.fits)}
         if r.static_bytes is not None:
             d["static_bytes"] = r.static_bytes
+        sync = _row_sync_json(r)
+        if sync is not None:
+            d["sync"] = sync
+        if r.depths:
+            d["depths"] = list(r.depths)
         if cost:
             p = prev.get(r.kernel)
             d["delta_bytes"] = (None if p is None or r.arena_bytes is None
@@ -604,7 +676,10 @@ def _sweep_json(text, path, settings, sweep, cost) -> Dict[str, object]:
                                     else round(r.arena_bytes / b, 4))
         prev[r.kernel] = r.arena_bytes
         out.append(d)
-    return {"sweep": {"name": name, "target": settings.target, "points": out}}
+    doc: Dict[str, object] = {"sweep": {"name": name, "target": settings.target, "points": out}}
+    if cost:
+        doc["sync_cost_model"] = _cost_json(rows)
+    return doc
 
 
 def _sweep_text(text, path, settings, sweep, cost) -> str:
@@ -616,7 +691,8 @@ def _sweep_text(text, path, settings, sweep, cost) -> str:
         return f"sweep of {name}: no kernels\n"
     budget = targets_mod.budget(settings.target)
     fit_targets = [t for t, _ in rows[0].fits]
-    header = ["kernel", name, "arena", "versions"] + (["+bytes", f"% of {settings.target}"] if cost else []) \
+    header = ["kernel", name, "arena", "versions", "syncthreads", "async sync"] \
+        + (["+bytes", f"% of {settings.target}"] if cost else []) \
         + [f"fits {t}" for t in fit_targets]
     table = []
     prev: Dict[str, Optional[int]] = {}
@@ -624,6 +700,7 @@ def _sweep_text(text, path, settings, sweep, cost) -> str:
         cells = [r.kernel, str(r.value),
                  "?" if r.arena_bytes is None else f"{r.arena_bytes} ({render.kib(r.arena_bytes)})",
                  ", ".join(f"{b}×{n}" for b, n in r.versions) or "-"]
+        cells += list(_row_sync_text(r))
         if cost:
             p = prev.get(r.kernel)
             cells.append("" if p is None or r.arena_bytes is None else f"{r.arena_bytes - p:+d}")
@@ -632,7 +709,10 @@ def _sweep_text(text, path, settings, sweep, cost) -> str:
         cells += ["yes" if ok else "NO" for _, ok in r.fits]
         prev[r.kernel] = r.arena_bytes
         table.append(cells)
-    return f"\nsweep of {name} (target {settings.target}):\n" + render.text_table(header, table) + "\n"
+    out = f"\nsweep of {name} (target {settings.target}):\n" + render.text_table(header, table) + "\n"
+    if cost:
+        out += _cost_text(rows)
+    return out
 
 
 def cmd_rule(args) -> int:
@@ -740,7 +820,8 @@ def build_parser() -> argparse.ArgumentParser:
         pe.add_argument("--sweep", metavar="NAME=LO..HI",
                         help="re-run the analysis for each value, e.g. num_stages=1..5")
         pe.add_argument("--cost", action="store_true",
-                        help="add the shared-memory cost of each configuration")
+                        help="add the shared-memory cost of each configuration and the "
+                             "sync cost model (a model, not a measurement)")
     pe.set_defaults(func=cmd_explain)
 
     pr = sub.add_parser("rule", help="show the documentation of a rule")

@@ -115,3 +115,30 @@ def test_preview_sync_sequence_matches_cu(target):
             k, env, lrs, ws = analyse(f.name, target)
             text = sync_cuda.render_preview(k, lrs[0], None, None, target, env=env)
             assert sync_cuda.sync_calls(text) == sync_cuda.sync_calls(cu), (f.name, text)
+
+
+@pytest.mark.parity
+@pytest.mark.parametrize("target", ["sm_80", "sm_90"])
+def test_sweep_sync_counts_match_compiler(target):
+    """``explain --sweep num_stages=1..4`` on gemm_ns3.py: every row's sync counts
+    equal what the compiler emits for gemm_ns1..ns4 (the same kernel with that
+    num_stages; gemm_ns4 has a smaller M/N, which only changes the grid)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from parity_support import oracle_facts, require_tilelang
+    from tilelint.server.cli import sweep_rows
+    from tilelint.analysis import Settings
+    require_tilelang()
+    files = tuple(str(PARITY / f"gemm_ns{n}.py") for n in (1, 2, 3, 4))
+    facts = oracle_facts(target, files)
+    rows = sweep_rows((PARITY / "gemm_ns3.py").read_text(), "gemm_ns3.py",
+                      Settings(target=target), "num_stages", [1, 2, 3, 4])
+    assert [r.value for r in rows] == [1, 2, 3, 4]
+    for r in rows:
+        (k,) = facts[f"gemm_ns{r.value}.py"]["kernels"].values()
+        sync = k["sync"]
+        where = f"num_stages={r.value} on {target}"
+        assert r.syncthreads == sync["syncthreads"], where
+        assert r.cp_async_commit == sync["cp_async_commit"], where
+        assert list(r.cp_async_wait) == sync["cp_async_wait"], where
+        assert r.mbarriers == sync["mbarriers"], where
+        assert r.arena_bytes == k["shared"]["bytes"], where
