@@ -224,3 +224,35 @@ def test_threads_and_sync_match(path: Path, target: str) -> None:
             if n is None or lr.sync is None:
                 continue
             assert lr.sync.syncthreads == n, f"{name}: __syncthreads in loop line {lr.loop.span.line}"
+
+
+def _expected_warnings(k: dict) -> set:
+    """Warning codes implied by what the compiler did (facts from the oracle):
+    TL105 order xor stage given (the list is ignored); TL106 num_stages next to a
+    manual order/stage; TL111 a manual schedule on a loop warp specialization
+    consumed; TL113 warp specialization stripped num_stages from the loops."""
+    out = set()
+    for lp in k.get("loops") or []:
+        has_order = bool(lp.get("user_order"))
+        has_stage = bool(lp.get("user_stage"))
+        if has_order != has_stage:
+            out.add("TL105")
+        if has_order and has_stage and lp.get("num_stages"):
+            out.add("TL106")
+        if lp.get("ws") == "consumed" and (has_order or has_stage):
+            out.add("TL111")
+        if lp.get("ws") == "stripped":
+            out.add("TL113")
+    return out
+
+
+@pytest.mark.parametrize("path,target", CASES)
+def test_warnings_match_compiler_behaviour(path: Path, target: str) -> None:
+    """The silent compiler decisions (a schedule ignored, a loop left unpipelined)
+    get their warning exactly when the compiler makes them."""
+    facts = _facts(path, target)
+    analysis = _model(path, target)
+    checked = {"TL105", "TL106", "TL111", "TL113"}
+    for name, k in _lowered(facts).items():
+        ours = {d.code for d in analysis.diagnostics if d.kernel == name} & checked
+        assert ours == _expected_warnings(k), f"{name}: warnings"
