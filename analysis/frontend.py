@@ -282,14 +282,113 @@ def parse_chunk(text: str, start_line: int, aliases: Aliases) -> ChunkModel:
             "TL001", Span(start_line, 0, start_line, 1),
             "this statement nests too deeply to parse"),))
     try:
-        wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-        positions = wrapper.resolve(PositionProvider)
+        positions = _positions(module)
         builder = _Builder(text, start_line, aliases, positions)
         return builder.build(module)
     except RecursionError:
         return ChunkModel(problems=(_problem(
             "TL001", Span(start_line, 0, start_line, 1),
             "this statement nests too deeply to analyse"),))
+
+
+def _positions(module: cst.Module):
+    """The same node → ``CodeRange`` map as libcst's ``PositionProvider``, faster.
+
+    ``MetadataWrapper.resolve(PositionProvider)`` runs one code-generation
+    pass that tracks line and column, then walks the whole tree a second time
+    for batchable providers (there are none here), and its position tracking
+    splits every token with a regex and records every node through a
+    generator-based context manager.  ``_PositionState`` hooks the same
+    code-generation pass (libcst's ``CodegenState`` protocol) with cheaper
+    bookkeeping and no second walk: about 3× faster on a kernel.  Should
+    libcst's internals change, the wrapper is the fallback; a test checks
+    that both give the same map."""
+    try:
+        state = _PositionState(module.default_indent, module.default_newline)
+        module._codegen(state)
+        return state.computed
+    except RecursionError:
+        raise
+    except Exception:  # pragma: no cover - another libcst version
+        return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+
+
+class _Syntactic:
+    """``record_syntactic_position`` as a plain context manager (the
+    semantic range of a node, optionally from the start/end of child nodes)."""
+
+    __slots__ = ("state", "node", "start_node", "end_node", "line", "column")
+
+    def __init__(self, state, node, start_node, end_node) -> None:
+        self.state = state
+        self.node = node
+        self.start_node = start_node
+        self.end_node = end_node
+
+    def __enter__(self) -> None:
+        self.line = self.state.line
+        self.column = self.state.column
+
+    def __exit__(self, *exc) -> None:
+        st = self.state
+        computed = st.computed
+        start = computed[self.start_node].start if self.start_node is not None else \
+            _CodePosition(self.line, self.column)
+        end = computed[self.end_node].end if self.end_node is not None else \
+            _CodePosition(st.line, st.column)
+        computed[self.node] = _CodeRange(start, end)
+
+
+from libcst._nodes.internal import CodegenState as _CodegenState  # noqa: E402
+from libcst._position import CodePosition as _CodePosition, CodeRange as _CodeRange  # noqa: E402
+
+
+class _PositionState(_CodegenState):
+    """Tracks line/column while libcst generates code."""
+
+    def __init__(self, default_indent: str, default_newline: str) -> None:
+        # CodegenState is a dataclass; its fields are set here directly.
+        self.default_indent = default_indent
+        self.default_newline = default_newline
+        self.provider = None
+        self.indent_tokens: List[str] = []
+        self.tokens: List[str] = []
+        self.line = 1
+        self.column = 0
+        self.computed: Dict[cst.CSTNode, _CodeRange] = {}
+        self._stack: List[Tuple[int, int]] = []
+
+    def add_indent_tokens(self) -> None:
+        for token in self.indent_tokens:
+            self.add_token(token)
+
+    def add_token(self, value: str) -> None:
+        self.tokens.append(value)  # (Module's codegen looks at whether there are any)
+        if "\n" in value or "\r" in value:
+            parts = _NEWLINES.split(value)
+            self.line += len(parts) - 1
+            self.column = len(parts[-1])
+        else:
+            self.column += len(value)
+
+    def pop_trailing_newline(self) -> None:
+        if self.tokens:  # the text changes; recorded positions do not
+            self.tokens.pop()
+
+    def before_codegen(self, node) -> None:
+        self._stack.append((self.line, self.column))
+
+    def after_codegen(self, node) -> None:
+        line, column = self._stack.pop()
+        if node not in self.computed:
+            self.computed[node] = _CodeRange(_CodePosition(line, column),
+                                             _CodePosition(self.line, self.column))
+
+    def record_syntactic_position(self, node, *, start_node=None, end_node=None):
+        return _Syntactic(self, node, start_node, end_node)
+
+
+_NEWLINES = re.compile(r"\r\n?|\n")
 
 
 def _syntax_problem(text: str, start_line: int, exc: cst.ParserSyntaxError) -> Diagnostic:

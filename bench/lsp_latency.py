@@ -231,11 +231,18 @@ def main(argv: Optional[List[str]] = None) -> int:
                run_file(client, "bench_3000.py", make_file(3000), args.edits)]
     rss = client.rss_kib()
     client.close()
+    try:
+        load = [round(x, 2) for x in os.getloadavg()]
+    except OSError:  # pragma: no cover - not on every platform
+        load = None
     report = {"start_to_initialize_ms": round(start_ms, 1), "rss_mib": rss and round(rss / 1024, 1),
-              "files": results}
+              "load_average": load, "files": results}
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
+    if load is not None:
+        print(f"load average (1, 5, 15 min) at the end: {load[0]}, {load[1]}, {load[2]} "
+              f"on {os.cpu_count()} CPUs")
     print(f"start → initialize: {report['start_to_initialize_ms']} ms (target ≤ 300)")
     print(f"server RSS after both files: {report['rss_mib']} MiB")
     targets = {"bench_300.py": 25, "bench_3000.py": 60}

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -24,8 +25,7 @@ from .documents import Document, DocumentStore
 
 log = logging.getLogger("tilelint.server")
 
-# (importlib.metadata would cost ~90 ms of start-up; keep in step with pyproject.toml)
-VERSION = "0.1.0"
+from .stdio import VERSION  # noqa: E402  (kept with the early initialize answer)
 
 
 class TilelintProtocol(LanguageServerProtocol):
@@ -49,6 +49,28 @@ class TilelintProtocol(LanguageServerProtocol):
             yield handler, (params,), None
 
 
+    # The stdio transport may have answered ``initialize`` before pygls was
+    # imported (see stdio.py): (id, result sent); pygls' own answer is dropped.
+    _early_init: Optional[tuple] = None
+
+    def _send_response(self, msg_id, result=None, error=None):
+        early = self._early_init
+        if early is not None and msg_id == early[0]:
+            self._early_init = None
+            if error is not None:
+                log.error("initialize failed after it was answered early: %s", error)
+                return
+            try:
+                import json
+                ours = json.loads(json.dumps(result, default=self._serialize_message))
+            except Exception:  # pragma: no cover - defensive
+                ours = None
+            if ours != early[1]:
+                log.error("the early initialize answer differs from pygls' (update "
+                          "stdio.CAPABILITIES): sent %s, pygls %s", early[1], ours)
+            return
+        super()._send_response(msg_id, result, error)
+
     def structure_message(self, data):
         """A request whose params do not fit the schema gets an error response
         (pygls alone would only log it and leave the client waiting)."""
@@ -70,6 +92,49 @@ class _Ignored:
     jsonrpc = "ignored"
 
 
+class IdleCollector:
+    """Runs the cycle collector when no analysis has run for ``delay`` seconds
+    (automatic collection is off, see lsp_main), or at once when more than
+    ``valve`` objects were allocated since the last one."""
+
+    def __init__(self, delay: float = 1.0, valve: int = 2_000_000) -> None:
+        self.delay = delay
+        self.valve = valve
+        self._handle: Optional[asyncio.TimerHandle] = None
+        self.busy: Any = lambda: False
+        self.collections = 0
+
+    def poke(self) -> None:
+        import gc
+        if gc.isenabled():
+            return
+        if gc.get_count()[0] > self.valve:
+            self._collect()
+            return
+        if self._handle is not None:
+            self._handle.cancel()
+        try:
+            self._handle = asyncio.get_running_loop().call_later(self.delay, self._idle)
+        except RuntimeError:  # no loop (tests)
+            self._handle = None
+
+    def _idle(self) -> None:
+        self._handle = None
+        if self.busy():
+            self.poke()
+            return
+        self._collect()
+
+    def _collect(self) -> None:
+        import gc
+        import time
+        t0 = time.perf_counter()
+        found = gc.collect()
+        self.collections += 1
+        log.debug("idle collection: %d unreachable objects in %.0f ms", found,
+                  (time.perf_counter() - t0) * 1000)
+
+
 class TilelintServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("tilelint", VERSION, protocol_cls=TilelintProtocol,
@@ -87,11 +152,110 @@ class TilelintServer(LanguageServer):
             threading.stack_size(old_size)
         except (ValueError, RuntimeError):  # pragma: no cover
             pass
-        self.store = DocumentStore(self.executor, self.settings_for, self.publish, self.encoding)
+        self.store = DocumentStore(self.executor, self.settings_for, self.publish, self.encoding,
+                                   self.selection_for)
         self.init_options: Dict[str, Any] = {}
         self.client_options: Dict[str, Any] = {}
         self.pyproject = settings_mod.PyprojectCache()
         self.initialized = False
+        self.gc = IdleCollector()
+        self.gc.busy = lambda: any(d.task is not None and not d.task.done()
+                                   for d in self.store.docs.values())
+        # False when the client said the workspace is untrusted (initializationOptions
+        # ``trusted: false``): nothing that runs the user's code is allowed then.
+        self.trusted = True
+        from .compiler import CompilerVerifier
+        self.verifier = CompilerVerifier(self)
+
+    # ---- stdio ------------------------------------------------------------
+    def start_stdio(self, framer, early) -> None:
+        """Serve over stdin/stdout with the tolerant framing of ``stdio``;
+        ``early``: what ``stdio.answer_initialize_early`` already read/answered."""
+        import sys
+        from pygls.io_ import StdoutWriter
+
+        self._stop_event = threading.Event()
+        self.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
+        if early.init_id is not None:
+            self.protocol._early_init = (early.init_id, early.init_result)
+        try:
+            asyncio.run(self._serve_stdio(framer, early))
+        except BrokenPipeError:
+            log.error("the connection to the client is lost; shutting down")
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        finally:
+            self.verifier.close()
+            self.shutdown()
+
+    async def _serve_stdio(self, framer, early) -> None:
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        # Frames read but not yet handled: bounds the memory a flooding client can use.
+        slots = threading.BoundedSemaphore(64)
+
+        def deliver(item) -> None:
+            try:
+                self._handle_frame(item)
+            finally:
+                slots.release()
+            if item[0] == "eof" and not done.done():
+                done.set_result(None)
+
+        for item in early.frames:
+            slots.acquire()
+            deliver(item)
+        if done.done():
+            return
+
+        def reader() -> None:
+            while True:
+                try:
+                    item = framer.next()
+                except Exception as exc:  # pragma: no cover - defensive
+                    log.exception("reading from stdin failed")
+                    item = ("eof", f"reading stdin failed: {exc}")
+                slots.acquire()
+                try:
+                    loop.call_soon_threadsafe(deliver, item)
+                except RuntimeError:  # the loop is closed
+                    return
+                if item[0] == "eof":
+                    return
+
+        threading.Thread(target=reader, name="tilelint-stdin", daemon=True).start()
+        await done
+
+    def _handle_frame(self, item) -> None:
+        from . import stdio
+        kind, value = item
+        writer = self.protocol.writer
+        if kind == "eof":
+            if value:
+                log.error("%s", value)
+            log.info("stdin closed")
+            return
+        if kind == "error":
+            log.error("malformed message: %s", value)
+            writer.write(stdio.error_frame(None, stdio.PARSE_ERROR,
+                                           f"tilelint: malformed message frame: {value}"))
+            return
+        data, err = stdio.decode(value)
+        if err is not None:
+            log.error("bad message: %s", err[err.find(b"{"):].decode("utf-8", "replace")[:300])
+            writer.write(err)
+            return
+        try:
+            message = self.protocol.structure_message(data)
+        except Exception as exc:
+            log.error("cannot read %s message: %s", data.get("method", "a"), exc)
+            return
+        try:
+            self.protocol.handle_message(message)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except Exception:
+            log.exception("handling %s failed", data.get("method", "a message"))
 
     # ---- client facts ---------------------------------------------------
     def encoding(self) -> str:
@@ -120,6 +284,10 @@ class TilelintServer(LanguageServer):
     def settings_for(self, doc_or_path: Any) -> Settings:
         return settings_mod.to_settings(self.options_for(doc_or_path))
 
+    def selection_for(self, doc_or_path: Any):
+        """The instance labels the ``binding`` setting picks (see settings)."""
+        return settings_mod.binding_selection(self.options_for(doc_or_path))
+
     def should_push(self, doc: Optional[Document] = None) -> bool:
         mode = str((self.options_for(doc) if doc is not None else settings_mod.merge(
             self.init_options, self.client_options)).get("diagnostics", "auto")).lower()
@@ -145,10 +313,33 @@ class TilelintServer(LanguageServer):
 
     # ---- results ------------------------------------------------------------
     def publish(self, doc: Document) -> None:
+        self.gc.poke()
         if not self.should_push(doc):
             return
         self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
             uri=doc.uri, diagnostics=list(doc.lsp_diagnostics), version=doc.analysis_version))
+
+    def refresh_pull(self) -> None:
+        """Tell a pulling client that diagnostics changed outside of an edit."""
+        if self.client_pulls() and self.capability("workspace.diagnostics.refresh_support"):
+            try:
+                self.workspace_diagnostic_refresh(None)
+            except Exception:
+                log.exception("diagnostic refresh failed")
+
+    def show_message(self, message: str, kind: Any = None) -> None:
+        try:
+            self.window_show_message(lsp.ShowMessageParams(
+                type=kind or lsp.MessageType.Info, message=message))
+        except Exception:
+            log.exception("window/showMessage failed")
+
+    def log_message(self, message: str, kind: Any = None) -> None:
+        try:
+            self.window_log_message(lsp.LogMessageParams(
+                type=kind or lsp.MessageType.Log, message=message))
+        except Exception:
+            log.exception("window/logMessage failed")
 
     def clear(self, uri: str) -> None:
         self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
@@ -180,13 +371,13 @@ def path_of(uri: str) -> str:
 def create_server() -> TilelintServer:
     from . import (  # noqa: WPS433 - one handler per module
         code_action, configuration, diagnostic_pull, did_change, did_close, did_open,
-        hover, initialize, initialized, inlay_hints, shutdown, watched_files,
+        did_save, hover, initialize, initialized, inlay_hints, shutdown, watched_files,
         workspace_diagnostic,
     )
 
     server = TilelintServer()
-    for mod in (initialize, initialized, did_open, did_change, did_close, diagnostic_pull,
-                workspace_diagnostic, hover, inlay_hints, code_action, configuration,
-                watched_files, shutdown):
+    for mod in (initialize, initialized, did_open, did_change, did_close, did_save,
+                diagnostic_pull, workspace_diagnostic, hover, inlay_hints, code_action,
+                configuration, watched_files, shutdown):
         server.feature(mod.METHOD, getattr(mod, "OPTIONS", None))(mod.handler)
     return server

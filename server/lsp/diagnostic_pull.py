@@ -42,7 +42,7 @@ async def diagnose_file(ls, uri: str):
     loop = asyncio.get_running_loop()
     settings = ls.settings_for(path)
     lines, analysis = await loop.run_in_executor(
-        ls.executor, ls.store.analyse_file, text, path, settings)
+        ls.executor, ls.store.analyse_file, text, path, settings, ls.selection_for(path))
     return convert.diagnostics(analysis.diagnostics, uri, lines, ls.encoding())
 
 

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 
 from . import convert
 from .lazy import frontend, model, pipeline, targets as targets_mod
+from .settings import selected_label as _selected_label
 
 if TYPE_CHECKING:  # pragma: no cover
     from tilelint.analysis.model import Analysis, Module, Settings
@@ -239,10 +240,11 @@ class KernelCache:
         self.hits = 0
         self.misses = 0
 
-    def run(self, module: Module, kernel, target: str, settings: Settings, source: str = ""):
+    def run(self, module: Module, kernel, target: str, settings: Settings, source: str = "",
+            select: Optional[str] = None):
         ctx = (module.constants, module.call_sites, module.functions, module.macros,
                module.defs, module.argparse, module.toplevel,
-               module.imports_tilelang, target, settings)
+               module.imports_tilelang, target, settings, select)
         entry = self._items.get(id(kernel))
         if entry is not None and entry[0] is kernel and entry[1] == ctx:
             self._items.move_to_end(id(kernel))
@@ -255,7 +257,9 @@ class KernelCache:
             global _KERNEL_TAKES_SOURCE
             if _KERNEL_TAKES_SOURCE is None:
                 _KERNEL_TAKES_SOURCE = _takes_source()
-            if _KERNEL_TAKES_SOURCE:
+            if select is not None and not settings.all_bindings:
+                out = _analyze_selected(module, kernel, target, settings, source, select)
+            elif _KERNEL_TAKES_SOURCE:
                 out = pipeline.analyze_kernel(module, kernel, target, settings, source)
             else:  # pragma: no cover - older analysis API
                 out = pipeline.analyze_kernel(module, kernel, target, settings)
@@ -270,6 +274,33 @@ class KernelCache:
         if len(self._items) > self.size:
             self._items.popitem(last=False)
         return out
+
+
+def _analyze_selected(module: Module, kernel, target: str, settings: Settings, source: str,
+                      select: str):
+    """The results of the instance labelled ``select`` (the ``binding``
+    setting).  Every instance is analysed and the one asked for is kept, with
+    the diagnostics that hold for it; a label the kernel does not have gives
+    the default instance."""
+    from tilelint.analysis import values
+    overrides = pipeline.kernel_overrides(kernel, settings)
+    try:
+        labels = values.instance_labels(module, kernel, overrides)
+    except Exception:  # pragma: no cover - the resolver never raises on bad code
+        labels = []
+    if select not in labels[1:]:  # the default one, or a label it does not have
+        return pipeline.analyze_kernel(module, kernel, target, settings, source)
+    krs, diags = pipeline.analyze_kernel(
+        module, kernel, target, dataclasses.replace(settings, all_bindings=True), source)
+    hit = [kr for kr in krs if kr.config_label == select]
+    if not hit:  # pragma: no cover - labels and results come from the same instances
+        return pipeline.analyze_kernel(module, kernel, target, settings, source)
+    kept = []
+    for d in diags:
+        if d.configs and select not in d.configs:
+            continue
+        kept.append(dataclasses.replace(d, configs=()) if d.configs else d)
+    return hit[:1], kept
 
 
 class Caches:
@@ -377,7 +408,8 @@ def _is_broken(model: frontend.ChunkModel) -> bool:
         and not model.functions and not model.constants
 
 
-def compute(snap: Snapshot, settings: Settings, caches: Caches) -> Computed:
+def compute(snap: Snapshot, settings: Settings, caches: Caches,
+            selection: Tuple[Tuple[str, str], ...] = ()) -> Computed:
     lines = snap.lines
     slots = resplit(lines, snap.slots)
     text = "".join(lines)
@@ -408,18 +440,19 @@ def compute(snap: Snapshot, settings: Settings, caches: Caches) -> Computed:
     except Exception:  # pragma: no cover - defensive
         log.exception("combining chunk models failed")
         module = frontend.parse_module(text)
-    analysis = analyze_module(text, snap.path, settings, module, caches)
+    analysis = analyze_module(text, snap.path, settings, module, caches, selection)
     return Computed(snap.version, snap.generation, lines, slots, analysis)
 
 
 def analyze_module(source: str, path: str, settings: Settings, module: Module,
-                   caches: Caches) -> Analysis:
+                   caches: Caches, selection: Tuple[Tuple[str, str], ...] = ()) -> Analysis:
     """``pipeline.analyze`` with kernel results cached across edits."""
     target = targets_mod.normalise(settings.target)
     diags: list = list(module.problems)
     results: list = []
     for kernel in module.kernels:
-        krs, kdiags = caches.kernels.run(module, kernel, target, settings, source)
+        select = _selected_label(selection, kernel.name, kernel.factory) if selection else None
+        krs, kdiags = caches.kernels.run(module, kernel, target, settings, source, select)
         results.extend(krs)
         diags.extend(kdiags)
     diags = pipeline.filter_diagnostics(diags, source, settings)
@@ -427,11 +460,12 @@ def analyze_module(source: str, path: str, settings: Settings, module: Module,
                     diagnostics=tuple(diags), module=module)
 
 
-def analyze_text(text: str, path: str, settings: Settings, caches: Caches) -> Tuple[List[str], Analysis]:
+def analyze_text(text: str, path: str, settings: Settings, caches: Caches,
+                 selection: Tuple[Tuple[str, str], ...] = ()) -> Tuple[List[str], Analysis]:
     """One-shot analysis of a file that is not open (workspace diagnostics)."""
     lines = split_lines(text)
     snap = Snapshot("", path, 0, 0, lines, [Slot(0, len(lines))])
-    return lines, compute(snap, settings, caches).analysis
+    return lines, compute(snap, settings, caches, selection).analysis
 
 
 # --------------------------------------------------------------------------
@@ -460,6 +494,9 @@ class Document:
         self._result_key: Optional[tuple] = None
         self._result_counter = 0
         self.task: Optional[asyncio.Task] = None
+        # The last compiler verification (``compiler.verify = "onSave"``): it
+        # applies while the text is the one that was saved and verified.
+        self.verified: Optional[Any] = None
 
     @property
     def text(self) -> str:
@@ -543,6 +580,17 @@ class Document:
         self.lsp_diagnostics = lsp_diags
 
 
+def verified_diagnostics(doc: Document, lines: Sequence[str]) -> tuple:
+    """The compiler's TL910/TL911 of the last verification, when ``lines`` is
+    the text it verified (after an edit their positions mean nothing)."""
+    v = doc.verified
+    if v is None or not v.diagnostics:
+        return ()
+    if len(lines) != v.line_count or "".join(lines) != v.source:
+        return ()
+    return tuple(v.diagnostics)
+
+
 def _diag_key(d) -> tuple:
     r = d.range
     return (r.start.line, r.start.character, r.end.line, r.end.character, d.code, d.message,
@@ -573,9 +621,12 @@ class DocumentStore:
     """
 
     def __init__(self, executor: Executor, settings_for: Callable[[Document], Settings],
-                 on_result: Callable[[Document], Any], encoding: Callable[[], str]) -> None:
+                 on_result: Callable[[Document], Any], encoding: Callable[[], str],
+                 selection_for: Optional[Callable[[Document], Tuple[Tuple[str, str], ...]]] = None
+                 ) -> None:
         self.executor = executor
         self.settings_for = settings_for
+        self.selection_for = selection_for or (lambda doc: ())
         self.on_result = on_result
         self.encoding = encoding
         self.caches = Caches()
@@ -615,9 +666,10 @@ class DocumentStore:
         while not doc.closed:
             snap = doc.snapshot()
             settings = self.settings_for(doc)
+            selection = self.selection_for(doc)
             try:
                 result = await loop.run_in_executor(
-                    self.executor, compute, snap, settings, self.caches)
+                    self.executor, compute, snap, settings, self.caches, selection)
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -629,8 +681,8 @@ class DocumentStore:
                 continue  # superseded while running: drop it, analyse the latest
             if result is not None:
                 lsp_diags = convert.diagnostics(
-                    result.analysis.diagnostics, doc.uri, result.lines, self.encoding(),
-                    result.version)
+                    tuple(result.analysis.diagnostics) + verified_diagnostics(doc, result.lines),
+                    doc.uri, result.lines, self.encoding(), result.version)
                 doc.commit(result, lsp_diags)
                 try:
                     self.on_result(doc)
@@ -639,6 +691,22 @@ class DocumentStore:
             else:
                 doc.analysis_generation = snap.generation
             return
+
+    def republish(self, doc: Document) -> bool:
+        """Re-convert the committed analysis (plus the compiler's findings when
+        they apply to its text) and publish; False when nothing is committed."""
+        if doc.closed or doc.analysis is None:
+            return False
+        lsp_diags = convert.diagnostics(
+            tuple(doc.analysis.diagnostics) + verified_diagnostics(doc, doc.analysis_lines),
+            doc.uri, doc.analysis_lines, self.encoding(), doc.analysis_version)
+        doc.commit(Computed(doc.analysis_version, doc.analysis_generation, doc.analysis_lines,
+                            doc.slots, doc.analysis), lsp_diags)
+        try:
+            self.on_result(doc)
+        except Exception:
+            log.exception("publishing results for %s failed", doc.uri)
+        return True
 
     async def current(self, doc: Document) -> Document:
         """Wait until the document's newest state has been analysed."""
@@ -650,6 +718,6 @@ class DocumentStore:
             await asyncio.shield(task)  # type: ignore[arg-type]
         return doc
 
-    def analyse_file(self, text: str, path: str, settings: Settings):
+    def analyse_file(self, text: str, path: str, settings: Settings, selection=()):
         """Blocking: a one-shot analysis (run through the executor)."""
-        return analyze_text(text, path, settings, self.caches)
+        return analyze_text(text, path, settings, self.caches, selection)

@@ -56,7 +56,8 @@ def loop_under(kr: KernelResult, line: int, col: int, attr: str) -> Optional[Loo
 
 
 def whatif_rows(lines: Sequence[str], path: str, settings: Settings, caches: Caches,
-                kernel_name: str, loop_line: int, span: Span) -> List[Tuple[int, Dict[str, object]]]:
+                kernel_name: str, loop_line: int, span: Span,
+                selection=()) -> List[Tuple[int, Dict[str, object]]]:
     """Re-analyse the file with ``num_stages`` set to 1…5 (worker thread)."""
     rows = []
     for ns in WHATIF_STAGES:
@@ -68,7 +69,7 @@ def whatif_rows(lines: Sequence[str], path: str, settings: Settings, caches: Cac
         else:
             ln = new_lines[span.line - 1]
             new_lines[span.line - 1] = ln[:span.col] + f"num_stages={ns}" + ln[span.end_col:]
-        _, analysis = analyze_text("".join(new_lines), path, settings, caches)
+        _, analysis = analyze_text("".join(new_lines), path, settings, caches, selection)
         row: Dict[str, object] = {}
         for kr in analysis.kernels:
             if kr.kernel.name != kernel_name:
@@ -104,6 +105,47 @@ def _sweep_rows(kr: KernelResult, lr: LoopResult):
     return None  # API not settled yet: the re-analysis fallback is used
 
 
+def _verified_for(doc, lines: Sequence[str]):
+    """The document's compiler verification when it applies to ``lines``."""
+    v = getattr(doc, "verified", None)
+    if v is None or len(lines) != v.line_count or "".join(lines) != v.source:
+        return None
+    return v
+
+
+def instance_labels(module, kernel, settings: Settings) -> List[str]:
+    """Every instance label of ``kernel``, the default one first (worker thread)."""
+    from tilelint.analysis import pipeline, values
+    try:
+        return list(values.instance_labels(module, kernel,
+                                           pipeline.kernel_overrides(kernel, settings)))
+    except Exception:  # pragma: no cover - the resolver never raises on bad code
+        log.exception("instance labels of %s", kernel.name)
+        return []
+
+
+async def _binding_footer(ls, doc, analysis: Analysis, kr: KernelResult) -> Optional[str]:
+    """Which instantiation the hover describes and which others exist (the
+    ``binding`` setting picks one by label)."""
+    module = analysis.module
+    if module is None:
+        return None
+    settings = ls.settings_for(doc)
+    cache = doc.__dict__.setdefault("_labels", {})
+    key = (id(module), kr.kernel.name, settings)
+    labels = cache.get(key)
+    if labels is None:
+        loop = asyncio.get_running_loop()
+        labels = await loop.run_in_executor(ls.executor, instance_labels, module, kr.kernel,
+                                            settings)
+        cache.clear()  # one module at a time
+        cache[key] = labels
+        cache["_module"] = module  # keeps id(module) from being reused while cached
+    from .settings import selected_label
+    chosen = selected_label(ls.selection_for(doc), kr.kernel.name, kr.kernel.factory)
+    return hover_text.binding_footer(kr, labels, chosen, settings.all_bindings)
+
+
 async def handler(ls, params: lsp.HoverParams) -> Optional[lsp.Hover]:
     doc = ls.store.get(params.text_document.uri)
     if doc is None:
@@ -129,13 +171,18 @@ async def handler(ls, params: lsp.HoverParams) -> Optional[lsp.Hover]:
             loop = asyncio.get_running_loop()
             rows = await loop.run_in_executor(
                 ls.executor, whatif_rows, list(lines), doc.path, ls.settings_for(doc),
-                ls.store.caches, kr.kernel.name, lr.loop.span.line, span)
+                ls.store.caches, kr.kernel.name, lr.loop.span.line, span, ls.selection_for(doc))
         text = hover_text.whatif_hover(lr, rows, kr.shared_budget)
     if text is None:
         lr = loop_under(kr, line, col, "iter_span")
         if lr is not None:
             span = lr.loop.iter_span
             text = hover_text.loop_hover(kr, lr, analysis.target)
+            verified = _verified_for(doc, lines)
+            if verified is not None:
+                sc = verified.sync_for(kr.kernel.name, lr.loop.span.line)
+                if sc is not None:
+                    text += "\n\n" + hover_text.compiler_sync(sc, verified.compiler)
     if text is None:
         word, ws, we = word_at(convert._strip_eol(lines[line - 1]) if line - 1 < len(lines) else "", col)
         allocs = {a.name: a for a in kr.kernel.allocs}
@@ -159,6 +206,9 @@ async def handler(ls, params: lsp.HoverParams) -> Optional[lsp.Hover]:
                 break
     if text is None:
         return None
+    footer = await _binding_footer(ls, doc, analysis, kr)
+    if footer:
+        text += "\n\n" + footer
     return lsp.Hover(
         contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=text),
         range=convert.span_to_range(span, lines, enc) if span is not None else None)

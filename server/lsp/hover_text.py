@@ -205,3 +205,32 @@ def whatif_hover(lr: LoopResult, rows: Sequence[Tuple[int, Dict[str, object]]],
 
 def _v(x: Optional[int]) -> str:
     return "?" if x is None else str(x)
+
+
+def compiler_sync(sc, compiler: str) -> str:
+    """The real sync code the compiler emitted around a loop (verify on save)."""
+    where = "" if getattr(sc, "scope", "loop") == "loop" else " (whole kernel: the loop was not located)"
+    return (f"**Compiler output ({compiler}, verified on save)**{where}:\n\n"
+            + _fence(sc.code, "cuda"))
+
+
+def binding_footer(kr: "KernelResult", labels: Sequence[str], chosen: Optional[str],
+                   all_bindings: bool = False) -> Optional[str]:
+    """``configuration in use`` and the other instantiations of the kernel."""
+    if len(labels) < 2:
+        return None
+    current = kr.config_label or labels[0]
+    if chosen is not None and chosen not in labels:
+        how = f" (`tilelint.binding` asks for `{chosen}`, which this kernel does not have)"
+    elif chosen is not None and chosen == current:
+        how = " (picked by `tilelint.binding`)"
+    elif all_bindings:
+        how = " (first of every instantiation analysed)"
+    else:
+        how = " (the default instantiation)"
+    others = [lb for lb in labels if lb != current]
+    out = f"Configuration: `{current}`{how}"
+    if others:
+        out += "  \nOther configurations (set `tilelint.binding` to one): " + ", ".join(
+            f"`{lb}`" for lb in others)
+    return out

@@ -14,10 +14,20 @@ log = logging.getLogger(__name__)
 WATCH_ID = "tilelint-watch-pyproject"
 
 
+def _warm_up() -> None:
+    lazy.warm_up()
+    import gc
+    if not gc.isenabled():
+        # What is loaded now lives as long as the server: keep it out of the
+        # (idle-time) collections.
+        gc.collect()
+        gc.freeze()
+
+
 async def handler(ls, params: lsp.InitializedParams) -> None:
     ls.initialized = True
     # Load the analysis in the worker thread while the client opens documents.
-    ls.executor.submit(lazy.warm_up)
+    ls.executor.submit(_warm_up)
     if ls.capability("workspace.did_change_watched_files.dynamic_registration"):
         try:
             await ls.client_register_capability_async(lsp.RegistrationParams(registrations=[

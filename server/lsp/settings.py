@@ -10,6 +10,17 @@ instantiation of each kernel, ``"all"``: every one), ``inlayHints`` (bool, or
 ``{stages = bool, buffers = bool}``), ``diagnostics`` (``auto`` | ``push`` |
 ``pull`` | ``both``: how diagnostics reach the client; ``auto`` pushes unless
 the client pulls).
+
+``binding`` also picks one instantiation by its label (the labels
+``values.instance_labels`` gives, e.g. ``"num_stages=4, block_K=64"``): a
+string applies to every kernel that has an instance with that label, a table
+``{kernel or factory name: label}`` per kernel.
+
+``compiler.verify`` (``"off"`` | ``"onSave"``; ``[tool.tilelint] verify =
+true`` means ``"onSave"``): lower the file with the real tilelang on every
+save (in a worker process) and merge its TL910/TL911.  Refused when the
+client says the workspace is untrusted (``initializationOptions`` ``trusted:
+false``).
 """
 
 from __future__ import annotations
@@ -33,7 +44,11 @@ DEFAULTS: Dict[str, Any] = {
     "binding": "first",
     "inlayHints": True,
     "diagnostics": "auto",
+    "compiler.verify": "off",
 }
+
+FIRST, ALL = "first", "all"
+VERIFY_OFF, VERIFY_ON_SAVE = "off", "onSave"
 
 _ALIASES = {
     "inlay_hints": "inlayHints", "inlay-hints": "inlayHints", "inlayhints": "inlayHints",
@@ -44,9 +59,20 @@ _ALIASES = {
 def normalise_keys(table: Mapping[str, Any]) -> Dict[str, Any]:
     out: Dict[str, Any] = {}
     for key, value in table.items():
+        if not isinstance(key, str):
+            continue
         k = _ALIASES.get(key, key)
         if k == "binding" and isinstance(value, bool):
-            value = "all" if value else "first"
+            value = ALL if value else FIRST
+        if k == "compiler":
+            # ``{"compiler": {"verify": "onSave"}}`` (VS Code nests dotted settings)
+            if isinstance(value, Mapping):
+                for sub, v in value.items():
+                    if isinstance(sub, str):
+                        out["compiler." + sub] = v
+            continue
+        if k in ("verify", "compilerVerify", "compiler_verify"):
+            k = "compiler.verify"
         out[k] = value
     return out
 
@@ -105,8 +131,64 @@ def to_settings(options: Mapping[str, Any]) -> "Settings":
         kernel_bindings=tuple(kernel_bindings),
         select=_codes(options.get("select")),
         ignore=_codes(options.get("ignore")),
-        all_bindings=str(options.get("binding", "first")).lower() == "all",
+        all_bindings=isinstance(options.get("binding"), str)
+        and str(options.get("binding")).strip().lower() == ALL,
     )
+
+
+def binding_selection(options: Mapping[str, Any]) -> Tuple[Tuple[str, str], ...]:
+    """The instance labels the ``binding`` setting picks: ``(("*", label),)``
+    for every kernel, ``((name, label), ...)`` per kernel or factory; empty
+    for ``"first"`` / ``"all"``."""
+    value = options.get("binding", FIRST)
+    if isinstance(value, str):
+        v = value.strip()
+        if not v or v.lower() in (FIRST, ALL):
+            return ()
+        return (("*", v),)
+    if isinstance(value, Mapping):
+        out = []
+        for name, label in value.items():
+            if isinstance(label, str) and label.strip() and label.strip().lower() != FIRST:
+                out.append((str(name), label.strip()))
+        return tuple(out)
+    return ()
+
+
+def selected_label(selection: Tuple[Tuple[str, str], ...], kernel_name: str,
+                   factory: Optional[str]) -> Optional[str]:
+    """The label ``selection`` picks for one kernel (a per-kernel entry beats ``*``)."""
+    hit = None
+    for name, label in selection:
+        if name in (kernel_name, factory):
+            return label
+        if name == "*":
+            hit = label
+    return hit
+
+
+def verify_mode(options: Mapping[str, Any]) -> str:
+    """``"onSave"`` or ``"off"``."""
+    value = options.get("compiler.verify", VERIFY_OFF)
+    if value is True:
+        return VERIFY_ON_SAVE
+    if isinstance(value, str) and value.strip().lower().replace("-", "").replace("_", "") in (
+            "onsave", "save", "on", "true"):
+        return VERIFY_ON_SAVE
+    if value not in (None, False, VERIFY_OFF) and not (
+            isinstance(value, str) and value.strip().lower() in ("off", "false", "never", "")):
+        log.warning("tilelint.compiler.verify: unknown value %r, verification stays off", value)
+    return VERIFY_OFF
+
+
+def trusted(*layers: Optional[Mapping[str, Any]]) -> bool:
+    """False when any layer says the workspace is untrusted (``trusted: false``)."""
+    for layer in layers:
+        if isinstance(layer, Mapping):
+            for key in ("trusted", "workspaceTrusted", "isTrusted"):
+                if key in layer and layer[key] is not None and not layer[key]:
+                    return False
+    return True
 
 
 def inlay_enabled(options: Mapping[str, Any], kind: str) -> bool:

@@ -1,4 +1,4 @@
-"""``shutdown``: stop the analysis worker."""
+"""``shutdown``: stop the analysis worker and the compiler process."""
 
 from __future__ import annotations
 
@@ -11,3 +11,4 @@ def handler(ls, params) -> None:
     for doc in list(ls.store.docs.values()):
         doc.closed = True
     ls.executor.shutdown(wait=False, cancel_futures=True)
+    ls.verifier.close()

@@ -87,18 +87,35 @@ def capabilities(kind: str, encodings: Optional[List[str]]) -> lsp.ClientCapabil
         window=lsp.WindowClientCapabilities(work_done_progress=True))
 
 
-SERVER = ClientServerConfig(
-    server_command=[sys.executable, "-m", "tilelint.server"] + (
-        ["-vv", "--log-file", os.environ["TILELINT_TEST_SERVER_LOG"]]
-        if os.environ.get("TILELINT_TEST_SERVER_LOG") else []),
-    client_factory=make_client,
-    server_env={**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (os.environ.get("PYTHONPATH"), str(REPO)) if p)},
-)
+def server_config(*pythonpath: str) -> ClientServerConfig:
+    return ClientServerConfig(
+        server_command=[sys.executable, "-m", "tilelint.server"] + (
+            ["-vv", "--log-file", os.environ["TILELINT_TEST_SERVER_LOG"]]
+            if os.environ.get("TILELINT_TEST_SERVER_LOG") else []),
+        client_factory=make_client,
+        server_env={**os.environ, "PYTHONPATH": os.pathsep.join(
+            p for p in (*pythonpath, os.environ.get("PYTHONPATH"), str(REPO)) if p)},
+    )
+
+
+SERVER = server_config()
+# A server (and compiler worker) whose ``import tilelang`` fails like a missing package.
+NO_TILELANG = server_config(str(pathlib.Path(__file__).parent / "stubs" / "no_tilelang"))
 
 
 @pytest_lsp.fixture(scope="module", config=SERVER)
 async def client(lsp_client: LanguageClient, request):
+    async for _ in _session(lsp_client, request):
+        yield
+
+
+@pytest_lsp.fixture(scope="module", config=NO_TILELANG)
+async def client_without_tilelang(lsp_client: LanguageClient, request):
+    async for _ in _session(lsp_client, request):
+        yield
+
+
+async def _session(lsp_client: LanguageClient, request):
     mod = request.module
     kind = getattr(mod, "CLIENT", "push")
     encodings = getattr(mod, "ENCODINGS", None)

@@ -92,9 +92,15 @@ async def test_workspace_diagnostics_with_progress(client: LanguageClient):
 
 @pytest.mark.asyncio(loop_scope="module")
 async def test_workspace_diagnostics_cancel(client: LanguageClient):
-    # Fresh kernel texts so nothing is cached: each file is parsed and analysed again.
+    # Fresh kernel texts so nothing is cached, and enough of them (20 kernels
+    # per file) that the request is still running when the cancellation comes.
     for p in sorted(client.workspace_path.glob("k*.py")):
-        p.write_text(p.read_text().replace("T.clear(C_local)", f"T.clear(C_local)  # {p.name}"))
+        text = p.read_text()
+        p.write_text("".join(
+            text.replace("T.clear(C_local)", f"T.clear(C_local)  # {p.name}")
+                .replace("gemm", f"gemm{j}").replace("smem_over", f"smem_over{j}")
+                .replace("kernel =", f"kernel{j} =")
+            for j in range(20)))
     fut = asyncio.ensure_future(client.protocol.send_request_async(
         lsp.WORKSPACE_DIAGNOSTIC,
         lsp.WorkspaceDiagnosticParams(previous_result_ids=[]),

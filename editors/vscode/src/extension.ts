@@ -86,7 +86,13 @@ function cleanSettings(value: Record<string, unknown>): Record<string, unknown> 
 
 function settingsForServer(config: vscode.WorkspaceConfiguration): Record<string, unknown> {
   const target = config.get<string>("target", "");
-  return target ? { target } : {};
+  // Workspace trust: the server refuses compiler verification (which imports
+  // the user's file with the real tilelang) when this is false.
+  const out: Record<string, unknown> = { trusted: vscode.workspace.isTrusted };
+  if (target) {
+    out.target = target;
+  }
+  return out;
 }
 
 async function start(context: vscode.ExtensionContext): Promise<void> {
@@ -189,6 +195,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       }
     }),
   );
+  // The trust flag travels in initializationOptions: restart once it is granted.
+  context.subscriptions.push(vscode.workspace.onDidGrantWorkspaceTrust(() => void restart(context)));
   const py = vscode.extensions.getExtension("ms-python.python");
   if (py) {
     // Follow interpreter changes when the interpreter comes from ms-python.
