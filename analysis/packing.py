@@ -313,7 +313,7 @@ def _alignments(kernel: Kernel, shared: Set[str], target: str, warp_specialized:
 
 def buffer_bytes(alloc: Alloc, env, versions: int = 1) -> Optional[int]:
     """Bytes of one allocation times its versions, None if unknown."""
-    bits = dtype_bits(normalise_dtype(env.eval(alloc.dtype)) if env is not None else None)
+    bits = dtype_bits(normalise_dtype(env.evaluate(alloc.dtype)) if env is not None else None)
     if bits is None:
         return None
     n = 1
@@ -394,7 +394,7 @@ def _pack(kernel, env, loops, target, warp_specialized) -> Packing:
     for a in allocs:
         infos.append(BufferInfo(
             name=a.name, span=a.span, scope=a.scope,
-            dtype=str(normalise_dtype(env.eval(a.dtype)) or "?"),
+            dtype=str(normalise_dtype(env.evaluate(a.dtype)) or "?"),
             shape=_shape_display(a, env), versions=versions.get(a.name, 1),
             bytes=sizes[a.name], offset=offsets.get(a.name),
             live=(first[a.name], last[a.name]) if a.name in first else None))

@@ -195,7 +195,7 @@ def loop_active(loop: Loop, env: values.Env) -> bool:
     known not to be taken in this binding."""
     if loop.condition is None:
         return True
-    c = env.eval(loop.condition)
+    c = env.evaluate(loop.condition)
     return c is None or bool(c)
 
 

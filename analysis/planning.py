@@ -75,7 +75,7 @@ def _eval_int(env, expr: Optional[Expr]) -> Optional[int]:
     try:
         if hasattr(env, "eval_int"):
             return env.eval_int(expr)
-        v = env.eval(expr)
+        v = env.evaluate(expr)
     except Exception:  # never raise on bad code
         return None
     if isinstance(v, bool):
@@ -704,7 +704,7 @@ def _dtype_bits(env, expr) -> Optional[int]:
     if expr is None:
         return None
     try:
-        v = env.eval(expr) if env is not None else None
+        v = env.evaluate(expr) if env is not None else None
     except Exception:
         v = None
     if v is None:
@@ -794,7 +794,7 @@ def warp_specialization_mode(kernel: Kernel, env, target: str,
         return "none"
     for k, v in kernel.attrs:
         if "disable_warp_specialized" in k:
-            val = env.eval(v) if env is not None else None
+            val = env.evaluate(v) if env is not None else None
             if val is None and isinstance(v, Const):
                 val = v.value
             if val in (True, 1, "true", "True"):

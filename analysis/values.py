@@ -112,7 +112,7 @@ class Env:
         self._active: Set[str] = set()
 
     # -- public -----------------------------------------------------------
-    def eval(self, expr: Optional[Expr]) -> object:
+    def evaluate(self, expr: Optional[Expr]) -> object:
         """The value of ``expr`` or None if it cannot be known."""
         if expr is None:
             return None
@@ -124,7 +124,7 @@ class Env:
             return None
 
     def eval_int(self, expr: Optional[Expr]) -> Optional[int]:
-        v = self.eval(expr)
+        v = self.evaluate(expr)
         if isinstance(v, bool):
             return int(v)
         if isinstance(v, int):
@@ -584,7 +584,7 @@ class Program:
             self._argvals = {}
             env = Env(self.constants, {}, program=None)
             for k, e in self.argparse.items():
-                v = env.eval(e)
+                v = env.evaluate(e)
                 self._argvals[k] = v if v is not None else Unresolved(frozenset([k]))
         return dict(self._argvals)
 
@@ -616,7 +616,7 @@ class Program:
             if p.name in scope:
                 continue
             if p.default is not None:
-                v = menv.eval(p.default)
+                v = menv.evaluate(p.default)
                 scope[p.name] = v if v is not None or (
                     isinstance(p.default, Const) and p.default.value is None) else \
                     Unresolved(frozenset([p.name]))
@@ -864,7 +864,7 @@ class Program:
             pos.append(_value_or_unresolved(cenv, a))
         kw: Dict[str, object] = {}
         for star in call.star_kwargs:
-            d = cenv.eval(star)
+            d = cenv.evaluate(star)
             if isinstance(d, dict):
                 kw.update({k: v for k, v in d.items() if isinstance(k, str)})
         for k, a in call.kwargs:
@@ -884,12 +884,12 @@ class Program:
             kw = dict(d.kwargs)
             names_e = args[0] if args else kw.get("argnames")
             vals_e = args[1] if len(args) > 1 else kw.get("argvalues")
-            names = env.eval(names_e)
+            names = env.evaluate(names_e)
             if isinstance(names, str):
                 names = [n.strip() for n in names.split(",") if n.strip()]
             if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
                 continue
-            cases = env.eval(vals_e)
+            cases = env.evaluate(vals_e)
             if not isinstance(cases, (list, tuple)):
                 continue
             wrapped = [isinstance(x, Call) and x.func.endswith("param")
@@ -916,7 +916,7 @@ class Program:
                 cfg = dict(d.kwargs).get("configs")
                 if cfg is None:
                     return None
-                v = self.env().eval(cfg)
+                v = self.env().evaluate(cfg)
                 if isinstance(v, dict) and v and all(isinstance(x, (list, tuple))
                                                      for x in v.values()):
                     keys = list(v)
@@ -1033,7 +1033,7 @@ def build_env(module: Module, kernel: Kernel, call: Optional[CallSite] = None,
             if i < len(names):
                 _bind_from(cenv, exprs, values, names[i], a, sources, call)
         for star in call.star_kwargs:
-            d = cenv.eval(star)
+            d = cenv.evaluate(star)
             if isinstance(d, dict):
                 for k, v in d.items():
                     values[k] = v
@@ -1053,7 +1053,7 @@ def build_env(module: Module, kernel: Kernel, call: Optional[CallSite] = None,
     # Explicit bindings (comment) and configuration beat everything else.
     explicit: Dict[str, object] = {}
     for b in kernel.comment_bindings:
-        v = module_env.eval(b.value)
+        v = module_env.evaluate(b.value)
         if v is not None:
             explicit[b.name] = v
     for k, v in (overrides or {}).items():

@@ -75,7 +75,7 @@ def _shapes_concrete(kernel, env) -> bool:
             continue
         if any(env.eval_int(d) is None for d in a.shape):
             return False
-        if values.dtype_bits(values.normalise_dtype(env.eval(a.dtype))) is None:
+        if values.dtype_bits(values.normalise_dtype(env.evaluate(a.dtype))) is None:
             return False
     return True
 
@@ -84,7 +84,7 @@ def _loop_concrete(loop, env) -> Optional[bool]:
     """True: stage/order known; False: symbolic.  None: the loop is not
     pipelined in this binding (a conditional iterator whose condition is false)."""
     if loop.condition is not None:
-        c = env.eval(loop.condition)
+        c = env.evaluate(loop.condition)
         if c is not None and not c:
             return None
     manual = loop.order is not None and loop.stage is not None

@@ -24,7 +24,7 @@ def summary(path: Path) -> dict:
             "name": k.name, "style": k.style, "dialect": k.dialect,
             "threads": env.eval_int(k.threads),
             "allocs": [[a.name, a.scope, list(values.shape_value(env, a.shape)),
-                        values.normalise_dtype(env.eval(a.dtype))] for a in k.allocs],
+                        values.normalise_dtype(env.evaluate(a.dtype))] for a in k.allocs],
             "body": [s.kind for s in k.body],
             "loops": [{"kind": lp.kind, "num_stages": env.eval_int(lp.num_stages),
                        "line": lp.span.line,

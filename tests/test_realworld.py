@@ -27,7 +27,7 @@ def instance_summary(kernel, inst) -> dict:
         "label": inst.label,
         "bind": dict(inst.bindings),
         "allocs": [[a.name, list(values.shape_value(env, a.shape)),
-                    values.normalise_dtype(env.eval(a.dtype))]
+                    values.normalise_dtype(env.evaluate(a.dtype))]
                    for a in kernel.allocs if a.scope.startswith("shared")],
         "loops": [{"line": lp.span.line, "num_stages": env.eval_int(lp.num_stages),
                    "active": loop_active(lp, env),
