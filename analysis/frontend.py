@@ -15,6 +15,7 @@ import ast
 import io
 import re
 import tokenize
+import warnings
 import dataclasses
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -263,7 +264,7 @@ def parse_chunk(text: str, start_line: int, aliases: Aliases) -> ChunkModel:
     # cannot compile fast and with a good message, and it guards libcst, whose
     # native parser overflows the C stack (SIGSEGV) on ~1,300 nested brackets.
     try:
-        ast.parse(text)
+        _compile_only(text)
     except SyntaxError as err:
         return ChunkModel(problems=(_ast_problem(text, start_line, err),))
     except (RecursionError, MemoryError):
@@ -284,7 +285,11 @@ def parse_chunk(text: str, start_line: int, aliases: Aliases) -> ChunkModel:
     try:
         positions = _positions(module)
         builder = _Builder(text, start_line, aliases, positions)
-        return builder.build(module)
+        with warnings.catch_warnings():
+            # String literals are evaluated (ast.literal_eval) to read dtypes:
+            # the user's invalid escapes would warn on our stderr.
+            warnings.simplefilter("ignore")
+            return builder.build(module)
     except RecursionError:
         return ChunkModel(problems=(_problem(
             "TL001", Span(start_line, 0, start_line, 1),
@@ -399,7 +404,7 @@ def _syntax_problem(text: str, start_line: int, exc: cst.ParserSyntaxError) -> D
     col = max(exc.raw_column, 0)
     msg = re.sub(r"^error at \d+:\d+: ", "", exc.message.replace("parser error: ", ""))
     try:
-        ast.parse(text)
+        _compile_only(text)
     except SyntaxError as err:
         if err.lineno:
             line = start_line + err.lineno - 1
@@ -412,6 +417,15 @@ def _syntax_problem(text: str, start_line: int, exc: cst.ParserSyntaxError) -> D
     width = len(lines[rel]) if 0 <= rel < len(lines) else col + 1
     end = min(max(col + 1, col), max(width, col + 1))
     return _problem("TL001", Span(line, col, line, end), f"syntax error: {msg}")
+
+
+def _compile_only(text: str) -> None:
+    """``ast.parse`` with the user's SyntaxWarnings/DeprecationWarnings (invalid
+    escapes, ``is`` with a literal…) kept out of our output: the file is never
+    run, so they are not ours to print."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ast.parse(text)
 
 
 def _ast_problem(text: str, start_line: int, err: SyntaxError) -> Diagnostic:
