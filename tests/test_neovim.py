@@ -56,3 +56,33 @@ def test_neovim_diagnostics_and_hover(tmp_path):
     assert tl101[0]["source"] == "tilelint"
     hover = result["hover"]
     assert isinstance(hover, str) and "T.Pipelined" in hover, hover
+
+
+@pytest.mark.skipif(NVIM is None, reason="nvim is not installed")
+def test_neovim_shipped_lua_module(tmp_path):
+    """editors/neovim as a user installs it: require("tilelint").setup{} on the
+    runtimepath attaches the server to a Python buffer and shows its findings."""
+    text = FIXTURE.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    out = tmp_path / "result.json"
+    env = dict(os.environ)
+    env.update({
+        "TL_RTP": str(ROOT / "editors" / "neovim"),
+        "TL_CMD": json.dumps([sys.executable, "-m", "tilelint.server"]),
+        "TL_FILE": str(FIXTURE),
+        "TL_OUT": str(out),
+        "PYTHONPATH": os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(ROOT)) if p),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+    })
+    script = ROOT / "tests" / "lsp" / "data" / "nvim_module_client.lua"
+    proc = subprocess.run([NVIM, "--headless", "--clean", "-n", "-c", f"luafile {script}"],
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.exists(), f"nvim wrote no result: rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    result = json.loads(out.read_text())
+    assert result.get("error") in (None, ""), result
+    assert result["clients"] == 1, result
+    expected_line = next(i for i, l in enumerate(lines) if "expect: TL101" in l)
+    assert [d["lnum"] for d in result["diagnostics"] if d.get("code") == "TL101"] == [expected_line]
