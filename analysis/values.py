@@ -297,6 +297,15 @@ class Env:
     def _call(self, e: Call, depth: int) -> object:
         f = e.func
         args = e.args
+        if f.split(".")[-1] == "determine_fp8_type":
+            # tilelang.language.fp8: on CUDA, float8_e4m3fn or float8_e5m2 (ROCm's
+            # fnuz spellings differ in name only: the size is one byte either way).
+            kw = dict(e.kwargs)
+            given = args[0] if args else kw.get("fp8_format")
+            fmt = "e4m3" if given is None else self._eval(given, depth + 1)
+            if fmt not in ("e4m3", "e5m2"):
+                raise Unknown([], "fp8 format")
+            return "float8_e4m3fn" if fmt == "e4m3" else "float8_e5m2"
         if f in ("T.ceildiv", "tilelang.cdiv", "T.cdiv", "cdiv", "ceildiv"):
             a, b = (self._eval(x, depth + 1) for x in args[:2])
             return -(-a // b)
