@@ -309,6 +309,11 @@ class Config:
             merged = dict(self.bindings)
             merged.update(dict(bindings))
             changes["bindings"] = tuple(merged.items())
+            # The command line beats the file, per-kernel tables included.
+            given = dict(bindings)
+            changes["kernel_bindings"] = tuple(
+                (kernel, tuple((n, v) for n, v in pairs if n not in given))
+                for kernel, pairs in self.kernel_bindings)
         if all_bindings is not None:
             changes["all_bindings"] = all_bindings
         return replace(self, **changes) if changes else self

@@ -189,3 +189,12 @@ def test_gitignore_patterns(patterns, rel, is_dir, expected):
 
 def test_pattern_outside_base_never_matches():
     assert ignored(["*.py"], "../elsewhere/x.py") is False
+
+
+def test_command_line_binding_beats_per_kernel_table() -> None:
+    """Like ruff, the command line wins over the file, per-kernel tables too."""
+    from tilelint.server.config import Config
+    cfg = Config(kernel_bindings=(("gemm", (("num_stages", 2), ("block_K", 64))),))
+    out = cfg.with_overrides(bindings=[("num_stages", 4)])
+    assert dict(out.bindings)["num_stages"] == 4
+    assert out.kernel_bindings == (("gemm", (("block_K", 64),)),)
