@@ -71,6 +71,11 @@ def normalise_keys(table: Mapping[str, Any]) -> Dict[str, Any]:
                     if isinstance(sub, str):
                         out["compiler." + sub] = v
             continue
+        if k == "targets":
+            # An editor shows one target: the first of the project's list.
+            if isinstance(value, (list, tuple)) and value and isinstance(value[0], str):
+                out.setdefault("target", value[0])
+            continue
         if k in ("verify", "compilerVerify", "compiler_verify"):
             k = "compiler.verify"
         out[k] = value

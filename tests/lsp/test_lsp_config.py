@@ -73,3 +73,11 @@ async def test_pyproject_then_watch_then_client_settings(client: LanguageClient)
     else:
         raise AssertionError("inlay hints still on")
     close_doc(client, uri)
+
+
+def test_targets_list_gives_the_editor_its_first_target() -> None:
+    """`targets = [...]` in pyproject (for `tilelint check`): the editor analyses
+    for the first one; an explicit `target` still wins."""
+    from tilelint.server.lsp.settings import normalise_keys
+    assert normalise_keys({"targets": ["sm_90", "sm_80"]}) == {"target": "sm_90"}
+    assert normalise_keys({"targets": ["sm_90"], "target": "sm_86"})["target"] == "sm_86"
