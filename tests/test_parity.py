@@ -256,3 +256,37 @@ def test_warnings_match_compiler_behaviour(path: Path, target: str) -> None:
     for name, k in _lowered(facts).items():
         ours = {d.code for d in analysis.diagnostics if d.kernel == name} & checked
         assert ours == _expected_warnings(k), f"{name}: warnings"
+
+
+# ROCm: PipelinePlanning drops num_stages on every ROCm target but gfx950; a
+# manual order/stage survives.  HIP lowers on the CPU like CUDA does.
+ROCM_FILES = ("gemm_ns2", "gemm_ns3", "manual_stage_002", "manual_order_120_stage_001",
+              "flash_attn_ns2", "copy_only")
+
+
+@pytest.mark.parametrize("stem", ROCM_FILES)
+@pytest.mark.parametrize("target", ("gfx942", "gfx950"))
+def test_rocm_pipelining_and_tl110(stem: str, target: str) -> None:
+    from parity_support import PARITY_DIR, oracle_facts
+    require_tilelang()
+    files = tuple(str(PARITY_DIR / f"{s}.py") for s in ROCM_FILES)
+    path = PARITY_DIR / f"{stem}.py"
+    facts = oracle_facts(target, files)[path.name]
+    assert not facts.get("import_error"), facts["import_error"]
+    analysis = _model(path, target)
+    for name, k in _lowered(facts).items():
+        kr = _kernel(analysis, name)
+        dropped = False
+        for ours, theirs in zip(kr.loops, k["loops"]):
+            planned = bool(ours.statements) and all(s.stage is not None for s in ours.statements)
+            assert planned == theirs["pipelined"], f"{name}: planned on {target}"
+            if theirs["pipelined"]:
+                assert [s.stage for s in ours.statements] == theirs["stage"]
+                assert [s.order for s in ours.statements] == theirs["order"]
+            elif theirs.get("num_stages"):
+                dropped = True
+        ours_versions = {v.buffer: v.versions for lr in kr.loops for v in lr.versions}
+        for buf, n in (k.get("versions") or {}).items():
+            assert ours_versions.get(buf, 1) == n, f"{name}: versions of {buf} on {target}"
+        tl110 = [d for d in analysis.diagnostics if d.code == "TL110" and d.kernel == name]
+        assert bool(tl110) == dropped, f"{name}: TL110 on {target}"

@@ -25,7 +25,8 @@ import time
 import traceback
 
 CUDA_ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90")
-TARGETS = CUDA_ARCHS + ("ascend",)
+ROCM_ARCHS = ("gfx942", "gfx950")
+TARGETS = CUDA_ARCHS + ROCM_ARCHS + ("ascend",)
 
 # Loop annotations written by T.Pipelined (the user's side of the pipeline).
 USER_PIPELINE_KEYS = ("num_stages", "tl_pipeline_order", "tl_pipeline_stage")
@@ -638,6 +639,9 @@ def make_target(env, target: str):
     tvm = env.tvm
     if target in CUDA_ARCHS or target.startswith("sm_"):
         return tvm.target.Target({"kind": "cuda", "arch": target})
+    if target in ROCM_ARCHS:
+        # HIP lowers on the CPU too (no ROCm install: it warns and assumes >= 3.5).
+        return tvm.target.Target({"kind": "hip", "mcpu": target})
     if target == "ascend":
         from tilelang.ascend.target import _make_ascend_target
         return _make_ascend_target()
