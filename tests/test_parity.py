@@ -53,7 +53,8 @@ KNOWN_GAPS = {
         "the compiler classifies the data-dependent copies differently: 4 mbarriers, not 8",
     ("cond_if_else", "sm_80", "sync"):
         "with the gemm under if/else the compiler emits 2 __syncthreads (1 in the loop); "
-        "the model places 3",
+        "the model places 3: the compiler omits the WAR barrier before the cp.async into the "
+        "slot the previous iteration's gemm read (gemm_ns2 has it) -- likely a compiler race",
     ("bind_reads_written_manual", "sm_80", "sync"):
         "the compiler waits with wait_group<1> before `kk = Idx_shared[0]`: [0, 1, 2, 0]",
     ("bind_reads_written_manual", "sm_90", "sync"):
