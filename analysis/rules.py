@@ -130,6 +130,27 @@ def kernel(M=2048, N=128, K=64, bM=64, nb=4):
     return main
 '''
 
+# TL202: a jit factory autotuned over num_stages; STAGES is the second config's value.
+_AUTOTUNE_GEMM = (_CUDA_HEAD + "\n\n"
+             "@tilelang.autotune(configs=[{\"num_stages\": 3}, {\"num_stages\": STAGES}])\n"
+             "@tilelang.jit(out_idx=[-1])\n"
+             "def matmul(M, N, K, num_stages=None):\n"
+             "    @T.prim_func\n"
+             "    def tuned(A: T.Tensor((M, K), \"float16\"), B: T.Tensor((K, N), \"float16\"),\n"
+             "              C: T.Tensor((M, N), \"float16\")):\n"
+             "        with T.Kernel(N // 128, M // 128, threads=128) as (bx, by):\n"
+             "            A_shared = T.alloc_shared((128, 32), \"float16\")\n"
+             "            B_shared = T.alloc_shared((32, 128), \"float16\")\n"
+             "            C_local = T.alloc_fragment((128, 128), \"float32\")\n"
+             "            T.clear(C_local)\n"
+             "            for k in T.Pipelined(K // 32, num_stages=num_stages):\n"
+             "                T.copy(A[by * 128, k * 32], A_shared)\n"
+             "                T.copy(B[k * 32, bx * 128], B_shared)\n"
+             "                T.gemm(A_shared, B_shared, C_local)\n"
+             "            T.copy(C_local, C[by * 128, bx * 128])\n\n"
+             "    return tuned\n\n\n"
+             "kernel = matmul(1024, 1024, 1024)\n")
+
 RULES: Tuple[Rule, ...] = (
     Rule("TL001", "syntax-error", "error", "The file does not parse as Python.",
          what="The file has a Python syntax error. It is reported at the position the "
@@ -348,46 +369,8 @@ RULES: Tuple[Rule, ...] = (
               "diagnostic per kernel and target names every such configuration.",
          why="The autotuner compiles and tries every configuration; the overflowing ones "
              "fail at launch, waste tuning time and hide in the tuner's log.",
-         bad_example=(
-             "import tilelang\nimport tilelang.language as T\n\n\n"
-             "@tilelang.autotune(configs=[{\"num_stages\": 3}, {\"num_stages\": 12}])\n"
-             "@tilelang.jit(out_idx=[-1])\n"
-             "def matmul(M, N, K, num_stages=None):\n"
-             "    @T.prim_func\n"
-             "    def tuned(A: T.Tensor((M, K), \"float16\"), B: T.Tensor((K, N), \"float16\"),\n"
-             "              C: T.Tensor((M, N), \"float16\")):\n"
-             "        with T.Kernel(N // 128, M // 128, threads=128) as (bx, by):\n"
-             "            A_shared = T.alloc_shared((128, 32), \"float16\")\n"
-             "            B_shared = T.alloc_shared((32, 128), \"float16\")\n"
-             "            C_local = T.alloc_fragment((128, 128), \"float32\")\n"
-             "            T.clear(C_local)\n"
-             "            for k in T.Pipelined(K // 32, num_stages=num_stages):\n"
-             "                T.copy(A[by * 128, k * 32], A_shared)\n"
-             "                T.copy(B[k * 32, bx * 128], B_shared)\n"
-             "                T.gemm(A_shared, B_shared, C_local)\n"
-             "            T.copy(C_local, C[by * 128, bx * 128])\n\n"
-             "    return tuned\n\n\n"
-             "kernel = matmul(1024, 1024, 1024)\n"),
-         good_example=(
-             "import tilelang\nimport tilelang.language as T\n\n\n"
-             "@tilelang.autotune(configs=[{\"num_stages\": 3}, {\"num_stages\": 4}])\n"
-             "@tilelang.jit(out_idx=[-1])\n"
-             "def matmul(M, N, K, num_stages=None):\n"
-             "    @T.prim_func\n"
-             "    def tuned(A: T.Tensor((M, K), \"float16\"), B: T.Tensor((K, N), \"float16\"),\n"
-             "              C: T.Tensor((M, N), \"float16\")):\n"
-             "        with T.Kernel(N // 128, M // 128, threads=128) as (bx, by):\n"
-             "            A_shared = T.alloc_shared((128, 32), \"float16\")\n"
-             "            B_shared = T.alloc_shared((32, 128), \"float16\")\n"
-             "            C_local = T.alloc_fragment((128, 128), \"float32\")\n"
-             "            T.clear(C_local)\n"
-             "            for k in T.Pipelined(K // 32, num_stages=num_stages):\n"
-             "                T.copy(A[by * 128, k * 32], A_shared)\n"
-             "                T.copy(B[k * 32, bx * 128], B_shared)\n"
-             "                T.gemm(A_shared, B_shared, C_local)\n"
-             "            T.copy(C_local, C[by * 128, bx * 128])\n\n"
-             "    return tuned\n\n\n"
-             "kernel = matmul(1024, 1024, 1024)\n"),
+         bad_example=_AUTOTUNE_GEMM.replace("STAGES", "12"),
+         good_example=_AUTOTUNE_GEMM.replace("STAGES", "4"),
          fix="Drop the named configurations from the list, or bound the space (e.g. skip "
              "num_stages values whose tiles times stages exceed the budget in the function "
              "that builds the list)."),

@@ -6,40 +6,62 @@ before that and warms these up in the analysis thread right after."""
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from typing import Any, Callable
 
 
 class LazyModule:
-    __slots__ = ("_name", "_mod")
+    """A module of our own, imported by ``load`` the first time it is used."""
 
-    def __init__(self, name: str) -> None:
-        self._name = name
+    __slots__ = ("_load", "_mod")
+
+    def __init__(self, load: Callable[[], Any]) -> None:
+        self._load = load
         self._mod = None
 
     def load(self) -> Any:
         mod = self._mod
         if mod is None:
-            mod = self._mod = importlib.import_module(self._name)
+            mod = self._mod = self._load()
         return mod
 
     def __getattr__(self, attr: str) -> Any:
         return getattr(self.load(), attr)
 
 
-frontend = LazyModule("tilelint.analysis.frontend")
-pipeline = LazyModule("tilelint.analysis.pipeline")
-targets = LazyModule("tilelint.analysis.targets")
-model = LazyModule("tilelint.analysis.model")
-render = LazyModule("tilelint.analysis.render")
+def _frontend():
+    from tilelint.analysis import frontend as m
+    return m
+
+
+def _pipeline():
+    from tilelint.analysis import pipeline as m
+    return m
+
+
+def _targets():
+    from tilelint.analysis import targets as m
+    return m
+
+
+def _model():
+    from tilelint.analysis import model as m
+    return m
+
+
+def _render():
+    from tilelint.analysis import render as m
+    return m
+
+
+frontend = LazyModule(_frontend)
+pipeline = LazyModule(_pipeline)
+targets = LazyModule(_targets)
+model = LazyModule(_model)
+render = LazyModule(_render)
 
 
 def warm_up() -> None:
     for m in (model, frontend, targets, pipeline, render):
         m.load()
     # The passes pipeline.analyze_kernel imports on first use.
-    for name in ("planning", "versions", "packing", "sync_cuda", "rules"):
-        try:
-            importlib.import_module(f"tilelint.analysis.{name}")
-        except Exception:
-            pass
+    from tilelint.analysis import packing, planning, rules, sync_cuda, versions  # noqa: F401
