@@ -1366,9 +1366,12 @@ class _Builder:
                     idx_reads.extend(self.accesses_in(el.slice.value, ctx))
             if base is not None:
                 write = Access(base, self.span(target), self.subscript_indices(target))
+                rhs = self.expr(value)
+                if isinstance(node, cst.AugAssign):
+                    rhs = BinOp(_AUGOPS.get(type(node.operator), "?"), self.expr(target), rhs)
                 return Stmt(kind="store", op="=", span=self.span(node),
                             reads=tuple(reads + idx_reads), writes=(write,),
-                            label=self.label(node))
+                            label=self.label(node), value=rhs)
         if isinstance(target, cst.Name):
             name = target.value
             if isinstance(node, cst.AugAssign):

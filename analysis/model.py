@@ -194,6 +194,8 @@ class Stmt:
     # alias that reads no buffer written in the same pipelined body is decided
     # by planning; the frontend records what it reads).
     target: Optional[str] = None
+    # bind: the bound value; store: the stored value (``x[i] += y`` is stored
+    # as ``x[i] + y``).
     value: Optional[Expr] = None
     # macro only: the macro's name.
     macro: Optional[str] = None

@@ -44,6 +44,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
+from .schedule_ascend import AscendSchedule, schedule_loop
 from .model import (
     AscendResult, Call, Const, Diagnostic, DictExpr, Expr, Kernel, Loop, Name,
     Related, Span, Stmt, TupleExpr,
@@ -153,6 +154,7 @@ class AscendPlan:
     mutex_used: int
     cross_core_failed: bool
     version_range: Tuple[Tuple[str, int, int], ...] = ()
+    schedule: Optional[AscendSchedule] = None
 
 
 # --------------------------------------------------------------------------
@@ -486,16 +488,13 @@ def plan_ascend(kernel: Kernel, env, loops: Sequence[Loop] = ()) -> Optional[Asc
         return out
 
     pre = tasks_of(pre_stmts, "pre")
-    body = _levels(tasks_of(loop.body, "loop"), memory, tainted)
+    src_body = tasks_of(loop.body, "loop")
     post = tasks_of(post_stmts, "post")
-    tasks = pre + body + post
-    for i, t in enumerate(tasks):
-        t.index = i
 
-    # -- versions -----------------------------------------------------------
+    # -- versions and eligibility (source order) ----------------------------
     annotated = annotated_versions(kernel, env)
     loop_bufs = []
-    for t in body:
+    for t in src_body:
         for b in list(t.writes) + list(t.reads):
             if _mem(b, memory) not in ("GM", "REG") and b not in loop_bufs:
                 loop_bufs.append(b)
@@ -503,15 +502,36 @@ def plan_ascend(kernel: Kernel, env, loops: Sequence[Loop] = ()) -> Optional[Asc
     # read in the same iteration (it is fully redefined each iteration).
     eligible = []
     for b in loop_bufs:
-        first = next((t for t in body if b in t.writes or b in t.reads), None)
+        first = next((t for t in src_body if b in t.writes or b in t.reads), None)
         if first is not None and b in first.writes and b not in first.reads:
             eligible.append(b)
+
+    # -- the auto-scheduler's order ----------------------------------------
+    extras = [k for k, _ in loop.annotations]
+    if loop.order is not None:
+        extras.append("order")
+    if loop.stage is not None:
+        extras.append("stage")
+    schedule = schedule_loop(
+        src_body, kernel, env, memory, annotated, eligible, max(1, num_stages or 1),
+        lambda a, b, cross: _conflict(a, b, memory, cross, tainted), tainted, extras)
+    if schedule.exact:
+        body = [src_body[i] for i in schedule.order]
+    else:
+        body = _levels(src_body, memory, tainted)
+    tasks = pre + body + post
+    for i, t in enumerate(tasks):
+        t.index = i
+
+    chosen = dict(schedule.versions)
     versions: Dict[str, int] = {}
     exact = True
     ranges: List[Tuple[str, int, int]] = []
     for b in loop_bufs:
         if b in annotated:
             versions[b] = annotated[b]
+        elif b in eligible and b in chosen:
+            versions[b] = chosen[b]
         elif b in eligible:
             exact = False
             hi = max(1, num_stages or 1)
@@ -559,7 +579,7 @@ def plan_ascend(kernel: Kernel, env, loops: Sequence[Loop] = ()) -> Optional[Asc
         mutex_ids=mutex_used,
     )
     return AscendPlan(result, tasks, points, allocations, calls, loop, loop.var, extent,
-                      events, spilled, mutex_used, cross_failed, tuple(ranges))
+                      events, spilled, mutex_used, cross_failed, tuple(ranges), schedule)
 
 
 def _collect(body: List[Task], memory, tainted, versions, level) -> List[SyncPoint]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import pathlib
 import sys
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -66,11 +68,27 @@ def test_annotated_versions_are_exact():
     assert dict(result.versions)["A_l1"] == 4
 
 
-def test_unannotated_versions_are_not_facts():
+def test_unannotated_versions_come_from_the_scheduler():
+    # The compiler's scheduler picked A_l1: 2, B_l1: 3 for gemm_ns3 (recorded
+    # from its z3_schedule_loop_python result; tests/test_ascend_parity.py
+    # checks it on every run).  The model runs the same constraint program.
+    pytest.importorskip("z3")
+    kernel, env = _load("gemm_ns3.py")
+    plan = plan_ascend(kernel, env)
+    assert plan.result.versions_exact
+    assert dict(plan.result.versions) == {"A_l1": 2, "B_l1": 3, "C_l0c": 1}
+    assert plan.version_range == ()
+
+
+def test_without_the_solver_unannotated_versions_are_a_range(monkeypatch):
+    import analysis.schedule_ascend as sched
+    monkeypatch.setattr(sched, "solve", lambda inp: None)
     kernel, env = _load("gemm_ns3.py")
     plan = plan_ascend(kernel, env)
     assert not plan.result.versions_exact
     assert ("A_l1", 1, 3) in plan.version_range
+    assert not plan.schedule.exact
+    assert "z3-solver" in plan.schedule.reason
 
 
 def test_gemm_v2_flags():

@@ -147,9 +147,50 @@ def summarize(calls, lock_modes=()) -> Dict[str, object]:
     }
 
 
+_SCHEDULER_CALLS: List[Dict[str, object]] = []
+
+
+def _ints(x):
+    if x is None:
+        return None
+    if hasattr(x, "__len__"):
+        return [_ints(y) for y in x]
+    return int(x)
+
+
+def _record_scheduler() -> None:
+    """Wrap the compiler's Z3 loop scheduler so every call's arguments and
+    result are recorded in ``_SCHEDULER_CALLS`` (once per process)."""
+    if getattr(_record_scheduler, "done", False):
+        return
+    import tvm_ffi
+    from tilelang.ascend.transform import z3_scheduler
+
+    inner = z3_scheduler.z3_schedule_loop_ffi
+    names = ("num_stages", "latencies", "iis", "resource_flags", "data_deps",
+             "resource_deps", "owner_exclusion_deps", "pipe_order_deps",
+             "buffer_sizes", "memory_groups", "stage_order_deps", "enable_offset",
+             "manual_stages", "manual_schedule")
+
+    def recorded(*args):
+        result = inner(*args)
+        call = {n: _ints(a) if not isinstance(a, bool) else a for n, a in zip(names, args)}
+        call["start_times"] = _ints(result[0])
+        call["buffer_versions"] = _ints(result[1])
+        call["ii"] = int(result[2])
+        _SCHEDULER_CALLS.append(call)
+        return result
+
+    tvm_ffi.register_global_func("tl.transform.z3_schedule_loop_python", recorded,
+                                 override=True)
+    _record_scheduler.done = True
+
+
 def lower_file(path: str, factory: str = "kernel") -> Dict[str, object]:
     import tilelang  # noqa: F401
     import tilelang.ascend  # noqa: F401
+    _record_scheduler()
+    _SCHEDULER_CALLS.clear()
     spec = importlib.util.spec_from_file_location("ascend_fixture", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -163,12 +204,13 @@ def lower_file(path: str, factory: str = "kernel") -> Dict[str, object]:
         lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("  File")]
         msg = next((ln for ln in lines if "Check failed" in ln or "Error" in ln), lines[-1] if lines else "")
         return {"path": path, "error": msg.strip(), "error_text": "\n".join(lines[-20:]),
-                "seconds": time.time() - t0}
+                "seconds": time.time() - t0, "scheduler": list(_SCHEDULER_CALLS)}
     src = art.kernel_source
     ex = extract(src)
     calls = ex["calls"]
     out = {"path": path, "error": None, "seconds": time.time() - t0,
-           "calls": [list(c[:2]) + [list(c[2]), list(c[3]), c[4]] for c in calls]}
+           "calls": [list(c[:2]) + [list(c[2]), list(c[3]), c[4]] for c in calls],
+           "scheduler": list(_SCHEDULER_CALLS)}
     out.update(summarize(calls, ex["lock_modes"]))
     out["source"] = src
     return out

@@ -1,0 +1,602 @@
+"""The Ascend auto-schedule of a pipelined loop: EstimateLatency + AutoSchedule.
+
+tilelang 0.1.15 does not keep the source order of an Ascend loop body.  Before
+InsertSync runs, ``src/ascend/transform/estimate_latency.cc`` gives every task
+(one tile operation) a latency and an initiation interval (II) from a cost
+model, and ``auto_schedule.cc`` hands the loop to a modulo scheduler written
+with Z3 (``tilelang/ascend/transform/z3_scheduler.py``).  The scheduler looks
+for the smallest II (binary search) at which start times ``k * II + r`` exist
+that respect
+
+* data dependencies ``start_j - start_i >= latency_i - II * distance``
+  (distance 0 inside an iteration, the buffer's version count or 1 across);
+* one task at a time per hardware pipe and per core's GM port (a modulo
+  resource exclusion);
+* every pipe's tasks inside one II window;
+* for buffers whose versions are not annotated, a version variable bounded by
+  ``num_stages`` and by the memory left in its scope.
+
+The body is then reordered by start time (ties keep source order) and, for
+unannotated buffers, the versions are recomputed from the start times.  The
+Z3 model is just *a* solution, so the order cannot be derived by reasoning; it
+is reproduced by running the same constraint program through Z3 (the
+``z3-solver`` package that tilelang itself depends on, a fresh context per
+loop, seed 42).  That gives the compiler's order exactly, but only when every
+input is the compiler's: the cost model here covers the operations listed in
+:func:`task_cost`, and anything else makes the schedule "unmodelled" (the
+caller then falls back to a dependency-level prediction and says so).
+
+Cost model parameters are the 0.1.15 defaults (``estimate_latency.h``),
+measured against the compiler's scheduler inputs in tests/test_ascend_parity.py.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from .model import Access, BinOp, Call, Compare, Const, Expr, Kernel, Name, Slice, Stmt, Subscript, TupleExpr, UnaryOp
+
+# Resource bits of the scheduler (ResourcePipe).
+PIPE_BITS = {"MTE1": 1, "MTE2": 2, "MTE3": 4, "M": 8, "V": 16, "FIX": 32, "S": 64}
+_SCALAR_BIT = 64
+
+# Memory limits per scope (auto_schedule.cc), in the scheduler's group order.
+_SCOPES = ("shared", "shared.l0a", "shared.l0b", "shared.l0c", "shared.l1")
+_UB_BYTES = 248 * 1024
+_UB_BYTES_WITH_SIMT = 216 * 1024  # a SimtVF block reserves 32 KiB of UB
+_LIMITS = {"shared.l0a": 64 * 1024, "shared.l0b": 64 * 1024,
+           "shared.l0c": 256 * 1024, "shared.l1": 512 * 1024}
+_MEM_SCOPE = {"UB": "shared", "L0A": "shared.l0a", "L0B": "shared.l0b",
+              "L0C": "shared.l0c", "L1": "shared.l1"}
+
+# Cost model constants (AscendLatencyParams defaults of 0.1.15).
+GM_TO_L1_BASE, GM_TO_L1_BW, GM_TO_L1_MIN_II = 190, 100, 64
+GM_TO_UB_BASE, GM_TO_UB_BW, GM_TO_UB_MIN_II = 90, 100, 13
+UB_TO_GM_BASE, UB_TO_GM_BW, UB_TO_GM_MIN_II = 180, 115, 10
+FIX_DUAL_BASE, FIX_DUAL_BW, FIX_ISSUE = 55, 256, 2
+CUBE_BASE, CUBE_FP32_BASE = 8, 67
+CUBE_THROUGHPUT = {"float16": 8192, "bfloat16": 8192, "float32": 512}
+VALU_BANDWIDTH = 256
+OP_THROUGHPUT = {"+": 51, "-": 51, "*": 51, "/": 13, "//": 13, "%": 13,
+                 "max": 51, "min": 51, "cmp": 51, "logic": 51, "special": 8}
+_SPECIAL = {"exp", "exp2", "log", "log2", "sin", "cos", "tan", "asin", "acos", "atan",
+            "sinh", "cosh", "tanh", "sqrt", "rsqrt", "pow", "erf", "sigmoid"}
+_DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "int32": 4, "int8": 1,
+                "uint8": 1, "int16": 2, "float8_e4m3": 1, "float8_e5m2": 1, "int64": 8}
+
+
+@dataclass(frozen=True)
+class SchedulerInput:
+    """The arguments of the compiler's loop scheduler, in its order."""
+
+    num_stages: int
+    latencies: Tuple[int, ...]
+    iis: Tuple[int, ...]
+    resource_flags: Tuple[int, ...]
+    data_deps: Tuple[Tuple[int, int, int, int], ...]  # (i, j, distance, latency)
+    resource_deps: Tuple[Tuple[int, int], ...]
+    buffer_sizes: Tuple[int, ...]
+    memory_groups: Tuple[Tuple[int, ...], ...]  # (capacity, member ids...)
+    version_buffers: Tuple[str, ...] = ()  # buffer of each version variable
+
+
+@dataclass(frozen=True)
+class AscendSchedule:
+    """The scheduled loop body: ``order`` lists source positions in scheduled
+    order.  ``exact`` is False when the order is a prediction (``reason``)."""
+
+    order: Tuple[int, ...]
+    exact: bool
+    reason: str = ""
+    ii: int = 0
+    start_times: Tuple[int, ...] = ()
+    versions: Tuple[Tuple[str, int], ...] = ()  # solver-chosen versions
+    input: Optional[SchedulerInput] = None
+
+
+class Unmodelled(Exception):
+    """An input of the scheduler this model cannot reproduce exactly."""
+
+
+# --------------------------------------------------------------------------
+# Shapes and bytes
+# --------------------------------------------------------------------------
+
+
+def _dtype_of(expr, env) -> Optional[str]:
+    from .values import normalise_dtype
+    v = env.evaluate(expr) if env is not None else None
+    return normalise_dtype(v) if v is not None else None
+
+
+def _alloc_info(kernel: Kernel, env) -> Dict[str, Tuple[Tuple[int, ...], str]]:
+    out = {}
+    for a in kernel.allocs:
+        shape = tuple(env.eval_int(d) for d in a.shape)
+        dt = _dtype_of(a.dtype, env)
+        if None in shape or dt is None:
+            continue
+        out[a.name] = (shape, dt)
+    return out
+
+
+def _param_shapes(kernel: Kernel, env) -> Dict[str, Tuple[int, ...]]:
+    out = {}
+    for p in kernel.params:
+        ann = p.annotation
+        if isinstance(ann, Call) and ann.args and isinstance(ann.args[0], TupleExpr):
+            dims = tuple(env.eval_int(d) for d in ann.args[0].items)
+            if None not in dims:
+                out[p.name] = dims
+    return out
+
+
+def _nbytes(shape: Sequence[int], dtype: str) -> int:
+    if dtype not in _DTYPE_BYTES:
+        raise Unmodelled(f"dtype {dtype}")
+    return math.prod(shape) * _DTYPE_BYTES[dtype]
+
+
+def _whole(acc: Access, shape: Sequence[int], env) -> bool:
+    """True when the access covers the whole on-chip buffer."""
+    if acc.indices is None:
+        return True
+    if len(acc.indices) != len(shape):
+        return False
+    for idx, n in zip(acc.indices, shape):
+        if not isinstance(idx, Slice) or idx.step is not None:
+            return False
+        lo = 0 if idx.lower is None else env.eval_int(idx.lower)
+        hi = n if idx.upper is None else env.eval_int(idx.upper)
+        if lo != 0 or hi != n:
+            return False
+    return True
+
+
+def _gm_contiguous(acc: Access, gm_shape: Optional[Tuple[int, ...]],
+                   onchip: Tuple[int, ...], env) -> bool:
+    """Whether a GM region is one contiguous run (the "M" copy geometry)."""
+    if gm_shape is None or acc.indices is None:
+        return acc.indices is None
+    idx = acc.indices
+    if len(idx) != len(gm_shape):
+        return False
+    if all(not isinstance(i, Slice) for i in idx):
+        # ``C[r, c]``: a start corner, the extents are the on-chip shape.
+        if len(onchip) != len(gm_shape):
+            return False
+        extents, starts = list(onchip), [env.eval_int(i) for i in idx]
+    else:
+        extents, starts = [], []
+        for i in idx:
+            if not isinstance(i, Slice):
+                extents.append(1)
+                starts.append(None)
+                continue
+            if i.step is not None:
+                return False
+            if i.lower is None and i.upper is None:
+                extents.append(None)  # full
+                starts.append(0)
+                continue
+            extents.append(_extent(i, env))
+            starts.append(0 if i.lower is None else env.eval_int(i.lower))
+    seen_run = False
+    for d, (ext, start) in enumerate(zip(extents, starts)):
+        full = ext is None or (ext == gm_shape[d] and start == 0)
+        if seen_run and not full:
+            return False
+        if ext is None or ext != 1:  # full, partial, or of unknown size
+            seen_run = True
+    return True
+
+
+def _extent(s: Slice, env) -> Optional[int]:
+    lo = 0 if s.lower is None else env.eval_int(s.lower)
+    hi = env.eval_int(s.upper) if s.upper is not None else None
+    if lo is not None and hi is not None:
+        return hi - lo
+    # ``base:base + n``: the extent is n even when base is symbolic.
+    if isinstance(s.upper, BinOp) and s.upper.op == "+" and s.lower is not None \
+            and s.upper.left == s.lower:
+        return env.eval_int(s.upper.right)
+    return -1  # partial, unknown
+
+
+# --------------------------------------------------------------------------
+# Task cost (EstimateLatency)
+# --------------------------------------------------------------------------
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def task_cost(task, kernel: Kernel, env, memory: Dict[str, str],
+              allocs, params) -> Tuple[int, int]:
+    """(latency, II) of one task as the 0.1.15 cost model computes it.
+
+    Modelled: GM->L1 copies, GM<->UB copies of contiguous GM regions, the
+    dual L0C->UB copy, GEMMs on L1 operands (fp16/bf16/fp32) and SimtVF
+    ``T.Parallel`` loops over whole UB buffers with arithmetic bodies.
+    Raises :class:`Unmodelled` otherwise."""
+    st: Stmt = task.stmt
+    if st.kind == "copy":
+        return _copy_cost(st, memory, allocs, params, env)
+    if st.kind == "gemm":
+        return _gemm_cost(st, memory, allocs, env)
+    if st.kind == "parallel" and task.pipe == "V":
+        return _vf_cost(st, memory, allocs, env)
+    raise Unmodelled(f"no cost model for {st.op}")
+
+
+def _copy_cost(st: Stmt, memory, allocs, params, env) -> Tuple[int, int]:
+    if not st.reads or not st.writes:
+        raise Unmodelled("copy without regions")
+    src, dst = st.reads[0], st.writes[0]
+    ms, md = memory.get(src.buffer, "GM"), memory.get(dst.buffer, "GM")
+    dual = st.op.endswith("dual_copy")
+    if ms == "GM" and md == "L1":
+        shape, dt = allocs[dst.buffer]
+        if not _whole(dst, shape, env):
+            raise Unmodelled("partial L1 copy")
+        b = _nbytes(shape, dt)
+        return GM_TO_L1_BASE + _ceil(b, GM_TO_L1_BW), max(_ceil(b, GM_TO_L1_BW), GM_TO_L1_MIN_II)
+    if (ms, md) in (("GM", "UB"), ("UB", "GM")):
+        ub, gm = (dst, src) if md == "UB" else (src, dst)
+        shape, dt = allocs[ub.buffer]
+        if not _whole(ub, shape, env):
+            raise Unmodelled("partial UB copy")
+        if not _gm_contiguous(gm, params.get(gm.buffer), shape, env):
+            raise Unmodelled("strided GM region (N geometry)")
+        b = 2 * _nbytes(shape, dt)  # the payload of both vector cores
+        if md == "UB":
+            return GM_TO_UB_BASE + _ceil(b, GM_TO_UB_BW), max(GM_TO_UB_MIN_II, _ceil(b, GM_TO_UB_BW))
+        return UB_TO_GM_BASE + _ceil(b, UB_TO_GM_BW), max(UB_TO_GM_MIN_II, _ceil(b, UB_TO_GM_BW))
+    if ms == "L0C" and md == "UB" and dual:
+        shape, dt = allocs[dst.buffer]
+        if not _whole(dst, shape, env) or shape[-1] * _DTYPE_BYTES.get(dt, 0) < 128:
+            raise Unmodelled("narrow dual L0C copy")
+        b = 2 * _nbytes(shape, dt)
+        return FIX_DUAL_BASE + _ceil(b, FIX_DUAL_BW), FIX_ISSUE + _ceil(b, FIX_DUAL_BW)
+    raise Unmodelled(f"copy {ms}->{md}")
+
+
+def _gemm_cost(st: Stmt, memory, allocs, env) -> Tuple[int, int]:
+    if len(st.reads) < 2 or not st.writes:
+        raise Unmodelled("gemm operands")
+    a, c = st.reads[0].buffer, st.writes[0].buffer
+    if memory.get(a) != "L1" or a not in allocs or c not in allocs:
+        raise Unmodelled("gemm not on L1 operands")
+    (a_shape, dt), (c_shape, _) = allocs[a], allocs[c]
+    if len(a_shape) != 2 or len(c_shape) != 2 or dt not in CUBE_THROUGHPUT:
+        raise Unmodelled("gemm shape/dtype")
+    trans_a = _kw_true(st, "transpose_A")
+    m, n = c_shape
+    k = a_shape[0] if trans_a else a_shape[1]
+    k_group = 1 if dt == "float32" else 256 // (8 * _DTYPE_BYTES[dt])
+    ops = 2 * _align(m, 16) * _align(n, 16) * _align(k, k_group)
+    cycles = _ceil(ops, CUBE_THROUGHPUT[dt])
+    base = CUBE_FP32_BASE if dt == "float32" else CUBE_BASE
+    return base + cycles, max(1, cycles)
+
+
+def _kw_true(st: Stmt, name: str) -> bool:
+    return f"{name}=True" in st.label.replace(" ", "")
+
+
+def _align(x: int, g: int) -> int:
+    return _ceil(x, g) * g
+
+
+def _vf_cost(st: Stmt, memory, allocs, env) -> Tuple[int, int]:
+    loop = st.loop
+    vars_ = [v.strip() for v in loop.var.split(",")]
+    stops = loop.stop.items if isinstance(loop.stop, TupleExpr) else (loop.stop,)
+    extents = [env.eval_int(s) for s in stops]
+    if None in extents or len(extents) != len(vars_) or loop.start is not None and \
+            env.eval_int(loop.start) not in (0, None):
+        raise Unmodelled("VF loop extents")
+    total = math.prod(extents)
+    cycles = 0
+    read_bufs: List[str] = []
+    for s in st.children:
+        if s.kind != "store" or s.value is None or len(s.writes) != 1:
+            raise Unmodelled("VF body")
+        for acc in list(s.writes) + list(s.reads):
+            if acc.buffer not in allocs or memory.get(acc.buffer) != "UB":
+                raise Unmodelled("VF operand")
+            shape, _ = allocs[acc.buffer]
+            if list(shape) != extents or acc.indices is None or \
+                    [getattr(i, "id", None) for i in acc.indices] != vars_:
+                raise Unmodelled("VF indexing")
+            # The fused loop indexes dim d of an n-d buffer with
+            # ``f % (prod) // (prod)``: two div/mod ops, one for the last dim.
+            if len(vars_) > 1:
+                idx_ops = 2 * (len(vars_) - 1) + 1
+                cycles += idx_ops * max(1, _ceil(total, OP_THROUGHPUT["%"]))
+        for acc in s.reads:
+            if acc.buffer not in read_bufs:
+                read_bufs.append(acc.buffer)
+        cycles += _expr_cycles(s.value, set(vars_), total)
+    bw = _ceil(sum(_nbytes(*allocs[b]) for b in read_bufs), VALU_BANDWIDTH)
+    lat = max(cycles, bw)
+    return lat, max(1, lat)
+
+
+def _mentions_any(e: Expr, names) -> bool:
+    if isinstance(e, Name):
+        return e.id in names
+    if isinstance(e, (Const,)):
+        return False
+    if isinstance(e, BinOp) or isinstance(e, Compare):
+        return _mentions_any(e.left, names) or _mentions_any(e.right, names)
+    if isinstance(e, UnaryOp):
+        return _mentions_any(e.operand, names)
+    if isinstance(e, Call):
+        return any(_mentions_any(a, names) for a in e.args)
+    if isinstance(e, Subscript):
+        return _mentions_any(e.index, names)
+    if isinstance(e, TupleExpr):
+        return any(_mentions_any(a, names) for a in e.items)
+    return False
+
+
+def _expr_cycles(e: Expr, loop_vars, total: int) -> int:
+    """VALU cycles of one stored expression (OperationCounter): each
+    operation that depends on the loop costs ceil(total / throughput)."""
+    def cost(kind: str, node: Expr) -> int:
+        if not _mentions_any(node, loop_vars):
+            raise Unmodelled("loop-invariant VF operation")
+        return max(1, _ceil(total, OP_THROUGHPUT[kind]))
+
+    if isinstance(e, (Const, Name)):
+        return 0
+    if isinstance(e, Subscript):
+        return 0  # plain loads; index arithmetic is counted by the caller
+    if isinstance(e, BinOp):
+        if e.op not in OP_THROUGHPUT:
+            raise Unmodelled(f"VF operator {e.op}")
+        return cost(e.op, e) + _expr_cycles(e.left, loop_vars, total) + \
+            _expr_cycles(e.right, loop_vars, total)
+    if isinstance(e, Compare):
+        kind = "logic" if e.op in ("and", "or") else "cmp"
+        return cost(kind, e) + _expr_cycles(e.left, loop_vars, total) + \
+            _expr_cycles(e.right, loop_vars, total)
+    if isinstance(e, UnaryOp) and e.op == "-" and isinstance(e.operand, Const):
+        return 0
+    if isinstance(e, Call):
+        name = e.func.split(".")[-1]
+        if name in ("max", "min"):
+            kind = name
+        elif name in _SPECIAL:
+            kind = "special"
+        elif name in ("float32", "float16", "bfloat16", "Cast", "cast") and len(e.args) <= 1:
+            return sum(_expr_cycles(a, loop_vars, total) for a in e.args if not isinstance(a, Const))
+        else:
+            raise Unmodelled(f"VF call {e.func}")
+        return cost(kind, e) + sum(_expr_cycles(a, loop_vars, total) for a in e.args)
+    raise Unmodelled("VF expression")
+
+
+# --------------------------------------------------------------------------
+# Scheduler input (AutoSchedule's Z3SchedulePythonLoop)
+# --------------------------------------------------------------------------
+
+
+def _consider_key(a, b, buf: str) -> Tuple[int, int]:
+    """Where the compiler meets ``buf`` when it pairs a's accesses with b's:
+    writes x reads, then writes x writes, then reads x writes."""
+    passes = ((a.writes, b.reads), (a.writes, b.writes), (a.reads, b.writes))
+    for p, (lhs, rhs) in enumerate(passes):
+        if buf in lhs and buf in rhs:
+            return p, list(lhs).index(buf)
+    return len(passes), 0
+
+
+def build_input(tasks: Sequence, kernel: Kernel, env, memory: Dict[str, str],
+                annotated: Dict[str, int], eligible: Sequence[str], num_stages: int,
+                conflict, tainted) -> SchedulerInput:
+    """The loop scheduler's arguments for ``tasks`` (the loop body in source
+    order).  ``conflict(a, b, cross)`` lists the (buffer, kind) hazards of a
+    then b; raises :class:`Unmodelled` for inputs outside the cost model."""
+    allocs = _alloc_info(kernel, env)
+    params = _param_shapes(kernel, env)
+    n = len(tasks)
+    lat, iis, flags, hbm = [], [], [], []
+    for t in tasks:
+        if t.pipe not in PIPE_BITS:
+            raise Unmodelled(f"pipe {t.pipe}")
+        for acc in list(t.stmt.reads) + list(t.stmt.writes):
+            if memory.get(acc.buffer) == "REG":
+                raise Unmodelled("register buffers in the loop")
+        latency, ii = task_cost(t, kernel, env, memory, allocs, params)
+        lat.append(latency)
+        iis.append(ii)
+        flags.append(PIPE_BITS[t.pipe])
+        touches_gm = any(memory.get(a.buffer, "GM") == "GM"
+                         for a in list(t.stmt.reads) + list(t.stmt.writes))
+        hbm.append((1 if t.core == "AIC" else 2) if touches_gm else 0)
+
+    # Version variables and memory groups.
+    onchip: List[str] = []
+    for t in tasks:
+        for b in list(t.reads):
+            if memory.get(b, "GM") not in ("GM", "REG") and b not in onchip:
+                onchip.append(b)
+    for t in tasks:
+        for b in list(t.writes):
+            if memory.get(b, "GM") not in ("GM", "REG") and b not in onchip:
+                onchip.append(b)
+    simt = any(t.pipe == "V" and t.stmt.kind == "parallel" for t in tasks)
+    caps = {s: _LIMITS.get(s, _UB_BYTES_WITH_SIMT if simt else _UB_BYTES) for s in _SCOPES}
+    members: Dict[str, List[int]] = {s: [] for s in _SCOPES}
+    sizes: List[int] = []
+    var_of: Dict[str, int] = {}
+    for b in onchip:
+        if b not in allocs:
+            raise Unmodelled(f"shape of {b}")
+        scope = _MEM_SCOPE[memory[b]]
+        size = _nbytes(*allocs[b])
+        if b not in eligible:
+            caps[scope] -= size
+        elif b in annotated:
+            caps[scope] -= size * annotated[b]
+        else:
+            var_of[b] = len(sizes)
+            members[scope].append(len(sizes))
+            sizes.append(size)
+    for s in _SCOPES:
+        if members[s] and (caps[s] < 0 or sum(sizes[i] for i in members[s]) > caps[s]):
+            raise Unmodelled(f"{s} over capacity (the compiler fails)")
+
+    deps: List[Tuple[int, int, int, int]] = []
+    for i in range(n):
+        for j in range(n):
+            pending: List[Tuple[str, int]] = []
+            for buf, _kind in sorted(conflict(tasks[i], tasks[j], i >= j),
+                                     key=lambda c: _consider_key(tasks[i], tasks[j], c[0])):
+                mem = memory.get(buf, "GM")
+                if mem == "GM":
+                    d = 0 if i < j else -1
+                elif buf in annotated and buf in eligible:
+                    d = 0 if i < j else annotated[buf]
+                else:
+                    d = 0 if i < j else -1
+                if (buf, d) not in pending:
+                    pending.append((buf, d))
+            for buf, d in pending:
+                if d < 0:
+                    d = -var_of[buf] - 1 if buf in var_of else 1
+                deps.append((i, j, d, lat[i]))
+
+    res = []
+    for i in range(n):
+        for j in range(i + 1, n):
+            if (flags[i] & flags[j] & ~_SCALAR_BIT) or (hbm[i] & hbm[j]):
+                res.append((i, j))
+    groups = tuple((caps[s],) + tuple(members[s]) for s in _SCOPES)
+    return SchedulerInput(num_stages, tuple(lat), tuple(iis), tuple(flags), tuple(deps),
+                          tuple(res), tuple(sizes), groups,
+                          tuple(sorted(var_of, key=var_of.get)))
+
+
+# --------------------------------------------------------------------------
+# The modulo scheduler (same constraint program as the compiler's)
+# --------------------------------------------------------------------------
+
+
+def z3_available() -> bool:
+    try:
+        import z3  # noqa: F401
+    except Exception:
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=256)
+def solve(inp: SchedulerInput) -> Optional[Tuple[Tuple[int, ...], Tuple[int, ...], int]]:
+    """(start times, buffer versions, II) for ``inp``, None without z3.
+
+    The constraints are posted in the compiler's order, into a fresh context
+    with the compiler's seed, so Z3 returns the compiler's model."""
+    try:
+        import z3
+    except Exception:
+        return None
+    n = len(inp.latencies)
+    if n == 0:
+        return (), (), 0
+    ctx = z3.Context()
+    lo = max(inp.iis)
+    hi = max(sum(inp.latencies), sum(inp.iis)) + 1
+    best = None
+    while lo < hi:
+        ii = (lo + hi) // 2
+        s = z3.Solver(ctx=ctx)
+        s.set("random_seed", 42)
+        s.set("rlimit", 1000000)
+        k = [z3.Int(f"k_{i}", ctx) for i in range(n)]
+        r = [z3.Int(f"r_{i}", ctx) for i in range(n)]
+        start = [k[i] * ii + r[i] for i in range(n)]
+        for i in range(n):
+            s.add(k[i] >= 0)
+            s.add(r[i] >= 0)
+            s.add(r[i] < ii)
+        buf = [z3.Int(f"buf_{i}", ctx) for i in range(len(inp.buffer_sizes))]
+        for b in buf:
+            s.add(b >= 1)
+            s.add(b <= inp.num_stages)
+        for group in inp.memory_groups:
+            if len(group) > 1:
+                s.add(z3.Sum([buf[i] * inp.buffer_sizes[i] for i in group[1:]]) <= group[0])
+        for u, v, dist, latency in inp.data_deps:
+            if dist >= 0:
+                s.add(start[v] - start[u] >= latency - ii * dist)
+            else:
+                s.add(start[v] - start[u] >= latency - ii * buf[-dist - 1])
+        for i, j in inp.resource_deps:
+            if i < j:
+                o = z3.Bool(f"O_{i}_{j}", ctx)
+                a, b = inp.iis[i], inp.iis[j]
+                s.add(z3.Implies(o, r[j] - r[i] >= a))
+                s.add(z3.Implies(o, r[i] - r[j] + ii >= b))
+                s.add(z3.Implies(z3.Not(o), r[i] - r[j] >= b))
+                s.add(z3.Implies(z3.Not(o), r[j] - r[i] + ii >= a))
+        for bit in (1, 2, 4, 8, 16, 32, 64):
+            group = [i for i in range(n) if inp.resource_flags[i] & bit]
+            for x in range(len(group)):
+                for y in range(x + 1, len(group)):
+                    p, q = group[x], group[y]
+                    s.add(start[p] - start[q] < ii)
+                    s.add(start[q] - start[p] < ii)
+        if s.check() == z3.sat:
+            best = (ii, s.model(), k, start, buf)
+            hi = ii
+        else:
+            lo = ii + 1
+    if best is None:
+        times, t = [], 0
+        for latency in inp.latencies:
+            times.append(t)
+            t += latency
+        return tuple(times), (1,) * len(inp.buffer_sizes), max(sum(inp.latencies), 1)
+    ii, model, k, start, buf = best
+    ks = [model.eval(x).as_long() for x in k]
+    off = min(ks)
+    times = [model.eval(start[i]).as_long() - off * ii for i in range(n)]
+    versions = [1] * len(inp.buffer_sizes)
+    for u, v, dist, latency in inp.data_deps:
+        if dist < 0:
+            b = -dist - 1
+            versions[b] = max(versions[b], math.ceil((latency + times[u] - times[v]) / ii))
+    return tuple(times), tuple(versions), ii
+
+
+def schedule_loop(tasks: Sequence, kernel: Kernel, env, memory: Dict[str, str],
+                  annotated: Dict[str, int], eligible: Sequence[str], num_stages: int,
+                  conflict, tainted, loop_annotations: Sequence[str] = ()) -> AscendSchedule:
+    """The compiler's order of ``tasks`` (source order in), or the reason it
+    cannot be reproduced."""
+    n = len(tasks)
+    if any(a in loop_annotations for a in ("enable_offset", "stage", "order")):
+        return AscendSchedule(tuple(range(n)), False, "manual stages/offset are not modelled")
+    try:
+        inp = build_input(tasks, kernel, env, memory, annotated, eligible, num_stages,
+                          conflict, tainted)
+    except Unmodelled as exc:
+        return AscendSchedule(tuple(range(n)), False, str(exc))
+    except Exception as exc:  # never take the editor down
+        return AscendSchedule(tuple(range(n)), False, f"internal: {type(exc).__name__}")
+    out = solve(inp)
+    if out is None:
+        return AscendSchedule(tuple(range(n)), False, "z3-solver is not installed",
+                              input=inp)
+    times, versions, ii = out
+    t0 = min(times) if times else 0
+    order = tuple(sorted(range(n), key=lambda i: (times[i] - t0, i)))
+    return AscendSchedule(order, True, "", ii, tuple(x - t0 for x in times),
+                          tuple(zip(inp.version_buffers, versions)), inp)
