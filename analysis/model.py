@@ -444,6 +444,19 @@ class KernelSync:
 
 
 @dataclass(frozen=True)
+class AscendStatement:
+    """One task of the Ascend loop body, in the auto-scheduler's order."""
+
+    line: int
+    label: str
+    pipe: str  # MTE1 MTE2 MTE3 M FIX V S
+    core: str  # AIC | AIV
+    start: Optional[int] = None  # start time in the scheduler's model (cycles)
+    latency: Optional[int] = None
+    ii: Optional[int] = None
+
+
+@dataclass(frozen=True)
 class AscendResult:
     versions: Tuple[Tuple[str, int], ...] = ()
     versions_exact: bool = False
@@ -451,6 +464,14 @@ class AscendResult:
     pipe_barriers: Tuple[str, ...] = ()
     cross_core_slots: int = 0
     mutex_ids: int = 0
+    # The loop body in the auto-scheduler's order.  ``schedule_exact`` is True
+    # when the order is the compiler's (its Z3 model reproduced); otherwise it
+    # is a dependency-level prediction and ``schedule_note`` says why.
+    statements: Tuple[AscendStatement, ...] = ()
+    schedule_exact: bool = False
+    schedule_note: str = ""
+    ii: Optional[int] = None
+    preview: str = ""  # the Ascend C sync calls of the loop (priming, body, draining)
 
 
 @dataclass(frozen=True)

@@ -90,6 +90,17 @@ def kernel_json(kr: KernelResult) -> Dict[str, object]:
             "pipe_barriers": list(asc.pipe_barriers),
             "cross_core_slots": asc.cross_core_slots,
             "mutex_ids": asc.mutex_ids,
+            "versions_exact": asc.versions_exact,
+            "schedule": {
+                "exact": asc.schedule_exact,
+                "note": asc.schedule_note,
+                "ii": asc.ii,
+                "statements": [{"line": st.line, "label": st.label, "pipe": st.pipe,
+                                "core": st.core, "start": st.start,
+                                "latency": st.latency, "ii": st.ii}
+                               for st in asc.statements],
+            },
+            "preview": asc.preview,
         },
     }
 
@@ -229,7 +240,9 @@ def explain_text(analysis: Analysis) -> str:
             out.append("  symbolic: " + ", ".join(kr.unresolved))
         out.append(f"  threads: {kr.threads if kr.threads is not None else '?'}"
                    f"{'  (warp-specialized)' if kr.warp_specialized else ''}")
-        for lr in kr.loops:
+        if kr.ascend is not None:
+            out.extend(ascend_text(kr.ascend))
+        for lr in ([] if kr.ascend is not None else kr.loops):
             out.append(f"  loop line {lr.loop.span.line}: "
                        + ("pipelined" if lr.pipelined else "not pipelined")
                        + (f", num_stages={lr.num_stages}" if lr.num_stages is not None else "")
@@ -270,6 +283,49 @@ def explain_text(analysis: Analysis) -> str:
         for d in analysis.diagnostics:
             out.append(f"  {d.span.line}:{d.span.col}: {d.code} [{d.severity}] {d.message}")
     return "\n".join(out) + "\n"
+
+
+def ascend_schedule_rows(asc) -> List[List[str]]:
+    """The Ascend loop body in the auto-scheduler's order, one row per task."""
+    rows = []
+    for st in asc.statements:
+        rows.append([str(st.line), st.core, st.pipe, _v(st.start), _v(st.latency),
+                     _v(st.ii), _short(st.label, 40)])
+    return rows
+
+
+ASCEND_SCHEDULE_HEADER = ("line", "core", "pipe", "start", "latency", "II", "statement")
+
+
+def ascend_schedule_title(asc) -> str:
+    if asc.schedule_exact:
+        return (f"loop body in the auto-scheduler's order (its Z3 model reproduced, "
+                f"II {asc.ii} cycles):")
+    return (f"loop body in a predicted order (dependency levels; the scheduler's "
+            f"order is not reproduced: {asc.schedule_note}):")
+
+
+def ascend_text(asc) -> List[str]:
+    out: List[str] = []
+    if asc.statements:
+        out.append("  " + ascend_schedule_title(asc))
+        table = text_table(ASCEND_SCHEDULE_HEADER, ascend_schedule_rows(asc))
+        out.extend("    " + ln for ln in table.splitlines())
+    if asc.versions:
+        out.append("  versions: " + ", ".join(f"{b}×{n}" for b, n in asc.versions)
+                   + ("" if asc.versions_exact else "  (not all fixed: the scheduler "
+                      "picks the rest, at most num_stages)"))
+    if asc.hard_events:
+        out.append("  flags per hard event: " + ", ".join(
+            f"{ev} {n}" + (" (spilled to locks)" if sp else "")
+            for ev, n, sp in asc.hard_events))
+    out.append(f"  pipe barriers: {', '.join(asc.pipe_barriers) or 'none'};"
+               f" cross-core slots: {asc.cross_core_slots} of 16;"
+               f" mutex ids: {asc.mutex_ids} of 32")
+    if asc.preview:
+        out.append("  Ascend C sync (preview):")
+        out.extend("    " + ln for ln in asc.preview.rstrip("\n").splitlines())
+    return out
 
 
 def _v(x: Optional[int]) -> str:

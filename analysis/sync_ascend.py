@@ -27,26 +27,27 @@ What tilelang 0.1.15 does on Ascend (``src/ascend/transform/insert_sync.cc``,
   become ``asc_lock``/``asc_unlock`` on the 32-id mutex pool (ids 0-1 are held
   by ``gemm_l1``); more than 32 spilled ids is a compiler error.
 
-The task order inside a loop is the auto-scheduler's (a Z3 model); it is
-predicted here by dependency levels (all loads, then compute, then stores),
-vector tasks of one level in reverse source order.  That is what the
-scheduler produced for the GEMM, mixed cube->vector and two-stream vector
-kernels of the parity suite; with three or more independent vector streams,
-or two GEMMs in one loop, it interleaves differently and the counts here can
-be off (see tests/test_ascend_parity.py).  Buffer versions are
-only facts when ``T.annotate_buffer_versions`` fixes them; otherwise the
-scheduler picks them (at most ``num_stages``) and the result says so.
+The task order inside a loop is the auto-scheduler's (a Z3 model), and it
+decides which dependencies survive pruning.  ``schedule_ascend`` reproduces
+it: the compiler's cost model for latency/II, its dependency and resource
+lists, and the same constraint program through Z3.  When an input is outside
+that model (or z3-solver is missing) the order is predicted by dependency
+levels (all loads, then compute, then stores; vector tasks of one level in
+reverse source order) and the result says so (``AscendResult.schedule_exact``).
+Buffer versions fixed by ``T.annotate_buffer_versions`` are facts; the others
+are the versions the scheduler recomputes from its start times, or, without
+the scheduler, a range up to ``num_stages``.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from .schedule_ascend import AscendSchedule, schedule_loop
 from .model import (
-    AscendResult, Call, Const, Diagnostic, DictExpr, Expr, Kernel, Loop, Name,
+    AscendResult, AscendStatement, Call, Const, Diagnostic, DictExpr, Expr, Kernel, Loop, Name,
     Related, Span, Stmt, TupleExpr,
 )
 
@@ -465,7 +466,27 @@ def analyze_ascend(kernel: Kernel, env, loops: Sequence[Loop] = ()
         return AscendResult(), []
     if plan is None:
         return AscendResult(), []
-    return plan.result, ascend_diagnostics(kernel, plan)
+    try:
+        preview = render_ascend_preview(kernel, env, loops, plan=plan)
+    except Exception:
+        preview = ""
+    result = replace(plan.result, statements=_statements(plan), preview=preview)
+    return result, ascend_diagnostics(kernel, plan)
+
+
+def _statements(plan: "AscendPlan") -> Tuple[AscendStatement, ...]:
+    sched = plan.schedule
+    body = [t for t in plan.tasks if t.region == "loop"]
+    out = []
+    for pos, t in enumerate(body):
+        src = sched.order[pos] if sched is not None and sched.exact else None
+        inp = sched.input if sched is not None else None
+        out.append(AscendStatement(
+            line=t.stmt.span.line, label=t.stmt.label, pipe=t.pipe, core=t.core,
+            start=sched.start_times[src] if src is not None else None,
+            latency=inp.latencies[src] if src is not None and inp is not None else None,
+            ii=inp.iis[src] if src is not None and inp is not None else None))
+    return tuple(out)
 
 
 def plan_ascend(kernel: Kernel, env, loops: Sequence[Loop] = ()) -> Optional[AscendPlan]:
@@ -577,6 +598,9 @@ def plan_ascend(kernel: Kernel, env, loops: Sequence[Loop] = ()) -> Optional[Asc
         pipe_barriers=barriers,
         cross_core_slots=len(cross),
         mutex_ids=mutex_used,
+        schedule_exact=schedule.exact,
+        schedule_note=schedule.reason,
+        ii=schedule.ii if schedule.exact else None,
     )
     return AscendPlan(result, tasks, points, allocations, calls, loop, loop.var, extent,
                       events, spilled, mutex_used, cross_failed, tuple(ranges), schedule)
@@ -938,6 +962,10 @@ def ascend_diagnostics(kernel: Kernel, plan: AscendPlan) -> List[Diagnostic]:
     span = loop.iter_span if loop is not None else kernel.name_span
     if not plan.result.versions_exact:
         return out
+    caveat = ""
+    if plan.schedule is not None and not plan.schedule.exact:
+        caveat = (f" (the loop order is predicted, not the auto-scheduler's: "
+                  f"{plan.schedule.reason}; the compiler's count may differ)")
     for ev, (slots, spilled) in plan.events.items():
         if not spilled:
             continue
@@ -951,14 +979,14 @@ def ascend_diagnostics(kernel: Kernel, plan: AscendPlan) -> List[Diagnostic]:
                      f"point{'s' if len(blocks) != 1 else ''} ({what}) into blocking "
                      f"asc_lock/asc_unlock pairs; lower the buffer versions in "
                      f"T.annotate_buffer_versions or merge the statements that "
-                     f"synchronise on {ev}")))
+                     f"synchronise on {ev}{caveat}")))
     if plan.mutex_used > MUTEX_POOL:
         out.append(Diagnostic(
             code="TL302", severity="error", span=span, kernel=kernel.name,
             message=(f"spilled flags need {plan.mutex_used} mutex ids but the shared "
                      f"asc_lock pool has {MUTEX_POOL}"
                      f"{' (ids 0-1 held by gemm_l1)' if any(t.gemm_l1 for t in plan.tasks) else ''}"
-                     f": RewriteFlagToBuf fails; reduce the buffer versions")))
+                     f": RewriteFlagToBuf fails; reduce the buffer versions{caveat}")))
     if plan.cross_core_failed:
         need = sum(a.num_versions for a in plan.allocations if a.domain == "Cube-Vector")
         out.append(Diagnostic(

@@ -77,9 +77,37 @@ def sync_preview(kr: "KernelResult", lr: "LoopResult", target: str = "sm_80") ->
     return str(text) if text else None
 
 
+def ascend_loop_hover(kr: "KernelResult", lr: "LoopResult") -> str:
+    """An Ascend loop: the auto-scheduler's task order, versions, flags and
+    the Ascend C sync the compiler emits."""
+    asc = kr.ascend
+    loop = lr.loop
+    out: List[str] = [f"**`T.Pipelined` loop over `{loop.var}` (Ascend)**"
+                      + (f" — num_stages = {lr.num_stages}" if lr.num_stages is not None else "")]
+    if asc.statements:
+        out.append(render.ascend_schedule_title(asc))
+        out.append(render.markdown_table(render.ASCEND_SCHEDULE_HEADER,
+                                         render.ascend_schedule_rows(asc)))
+    if asc.versions:
+        out.append("Buffer versions: " + ", ".join(f"`{b}` ×{n}" for b, n in asc.versions)
+                   + ("" if asc.versions_exact else
+                      " (not all fixed: the scheduler picks the rest, at most num_stages)"))
+    if asc.hard_events:
+        out.append("Flags per hard event: " + ", ".join(
+            f"`{ev}` {n}" + (" **spilled to locks**" if sp else "")
+            for ev, n, sp in asc.hard_events)
+            + f"; cross-core slots {asc.cross_core_slots} of 16; mutex ids {asc.mutex_ids} of 32")
+    if asc.preview:
+        out.append("Emitted sync (preview):\n\n" + _fence(asc.preview, "cpp"))
+    return "\n\n".join(out) + _config_note(kr)
+
+
 def loop_hover(kr: "KernelResult", lr: "LoopResult", target: str = "sm_80") -> str:
     out: List[str] = []
     loop = lr.loop
+    if kr.ascend is not None and kr.kernel.dialect == "ascend" and \
+            (kr.ascend.statements or kr.ascend.hard_events):
+        return ascend_loop_hover(kr, lr)
     if not lr.pipelined:
         out.append(f"**`T.Pipelined` loop over `{loop.var}`: not pipelined**")
         if lr.note:

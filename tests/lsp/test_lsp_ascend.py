@@ -1,0 +1,41 @@
+"""The server under target "ascend": flag-spill diagnostics and the loop hover
+with the auto-scheduler's order and the Ascend C sync preview."""
+
+from __future__ import annotations
+
+import pytest
+from lsprotocol import types as lsp
+from pytest_lsp import LanguageClient
+
+from lsp_helpers import close_doc, codes, open_doc, read, uri_for, wait_published
+
+CLIENT = "push"
+INIT_OPTIONS = {"tilelint": {"target": "ascend"}}
+
+
+def _pos(text: str, needle: str, offset: int = 0) -> lsp.Position:
+    idx = text.index(needle) + offset
+    return lsp.Position(line=text.count("\n", 0, idx),
+                        character=idx - (text.rfind("\n", 0, idx) + 1))
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_ascend_spill_and_hover(client: LanguageClient):
+    # vec_n4_v4 (a copy of tests/fixtures/ascend/vec_n4_v4.py): the compiler
+    # spills MTE3_V and V_MTE3 to locks (tests/test_ascend_parity.py), so TL301
+    # is published twice, on the loop.
+    pytest.importorskip("z3")
+    text = read("ascend_vec_n4_v4.py")
+    uri = uri_for("ascend_vec_n4_v4.py", "ascend")
+    open_doc(client, uri, text)
+    pub = await wait_published(client, uri, 1)
+    assert codes(pub.diagnostics).count("TL301") == 2
+    h = await client.text_document_hover_async(lsp.HoverParams(
+        text_document=lsp.TextDocumentIdentifier(uri=uri),
+        position=_pos(text, "T.Pipelined", 4)))
+    value = h.contents.value
+    assert "(Ascend)" in value
+    assert "auto-scheduler's order" in value and "II 693 cycles" in value
+    assert "```cpp" in value and "asc_lock(PIPE_MTE3" in value
+    assert "`MTE3_V` 16 **spilled to locks**" in value
+    close_doc(client, uri)
