@@ -156,18 +156,16 @@ def _whole(acc: Access, shape: Sequence[int], env) -> bool:
     return True
 
 
-def _gm_contiguous(acc: Access, gm_shape: Optional[Tuple[int, ...]],
-                   onchip: Tuple[int, ...], env) -> bool:
-    """Whether a GM region is one contiguous run (the "M" copy geometry)."""
-    if gm_shape is None or acc.indices is None:
-        return acc.indices is None
+def _gm_extents(acc: Access, gm_shape: Tuple[int, ...], onchip: Tuple[int, ...], env):
+    """(extent, start) per dim of a GM region; extent None = the whole dim,
+    -1 = partial of unknown size; None when the region cannot be read."""
     idx = acc.indices
-    if len(idx) != len(gm_shape):
-        return False
+    if idx is None or len(idx) != len(gm_shape):
+        return None
     if all(not isinstance(i, Slice) for i in idx):
         # ``C[r, c]``: a start corner, the extents are the on-chip shape.
         if len(onchip) != len(gm_shape):
-            return False
+            return None
         extents, starts = list(onchip), [env.eval_int(i) for i in idx]
     else:
         extents, starts = [], []
@@ -177,21 +175,79 @@ def _gm_contiguous(acc: Access, gm_shape: Optional[Tuple[int, ...]],
                 starts.append(None)
                 continue
             if i.step is not None:
-                return False
+                return None
             if i.lower is None and i.upper is None:
                 extents.append(None)  # full
                 starts.append(0)
                 continue
             extents.append(_extent(i, env))
             starts.append(0 if i.lower is None else env.eval_int(i.lower))
+    return list(zip(extents, starts))
+
+
+def _full(dim: Tuple[Optional[int], Optional[int]], size: int) -> bool:
+    ext, start = dim
+    return ext is None or (ext == size and start == 0)
+
+
+def _gm_contiguous(acc: Access, gm_shape: Optional[Tuple[int, ...]],
+                   onchip: Tuple[int, ...], env) -> bool:
+    """Whether a GM region is one contiguous run (the "M" copy geometry)."""
+    if gm_shape is None or acc.indices is None:
+        return acc.indices is None
+    dims = _gm_extents(acc, gm_shape, onchip, env)
+    if dims is None:
+        return False
     seen_run = False
-    for d, (ext, start) in enumerate(zip(extents, starts)):
-        full = ext is None or (ext == gm_shape[d] and start == 0)
+    for d, dim in enumerate(dims):
+        full = _full(dim, gm_shape[d])
         if seen_run and not full:
             return False
-        if ext is None or ext != 1:  # full, partial, or of unknown size
+        if dim[0] is None or dim[0] != 1:  # full, partial, or of unknown size
             seen_run = True
     return True
+
+
+def _row_elements(acc: Access, gm_shape: Optional[Tuple[int, ...]],
+                  onchip: Tuple[int, ...], env) -> int:
+    """Elements in one contiguous GM row of a strided region: the innermost
+    extents up to and including the first dim (from the right) that is not
+    whole."""
+    dims = _gm_extents(acc, gm_shape, onchip, env) if gm_shape is not None else None
+    if dims is None:
+        raise Unmodelled("GM region")
+    run = 1
+    for d in range(len(dims) - 1, -1, -1):
+        ext = gm_shape[d] if dims[d][0] is None else dims[d][0]
+        if ext is None or ext < 1:
+            raise Unmodelled("GM row width")
+        run *= ext
+        if not _full(dims[d], gm_shape[d]):
+            return run
+    return run
+
+
+def _transaction_bw(width: int, transaction: int, peak: int) -> int:
+    n = _ceil(width, transaction)
+    return max(width * peak // (transaction * n), 1)
+
+
+def _n_bandwidth(to_ub: bool, width: int) -> int:
+    """Bandwidth of an N-strided (row by row) AIV copy with rows of ``width``
+    bytes (BandwidthForCopy)."""
+    if to_ub:
+        if width < 128:
+            return 50
+        if width >= 256:
+            return min(GM_TO_UB_BW, 100)
+        return min(GM_TO_UB_BW, _transaction_bw(width, 128, 102))
+    if width < 128:
+        return 40
+    if width >= 512:
+        return UB_TO_GM_BW
+    if width >= 256:
+        return min(UB_TO_GM_BW, 110)
+    return min(UB_TO_GM_BW, _transaction_bw(width, 128, 86))
 
 
 def _extent(s: Slice, env) -> Optional[int]:
@@ -250,9 +306,17 @@ def _copy_cost(st: Stmt, memory, allocs, params, env) -> Tuple[int, int]:
         shape, dt = allocs[ub.buffer]
         if not _whole(ub, shape, env):
             raise Unmodelled("partial UB copy")
-        if not _gm_contiguous(gm, params.get(gm.buffer), shape, env):
-            raise Unmodelled("strided GM region (N geometry)")
         b = 2 * _nbytes(shape, dt)  # the payload of both vector cores
+        if not _gm_contiguous(gm, params.get(gm.buffer), shape, env):
+            # N geometry: rows of ``width`` bytes, each a run of transactions.
+            if dual:
+                raise Unmodelled("strided GM region of a dual copy")
+            width = _row_elements(gm, params.get(gm.buffer), shape, env) * _DTYPE_BYTES[dt]
+            bw = _n_bandwidth(md == "UB", width)
+            if md == "UB":
+                return 75 + _ceil(b, bw), max(GM_TO_UB_MIN_II, _ceil(b, bw))
+            base = 440 if width < 128 else UB_TO_GM_BASE
+            return base + _ceil(b, bw), max(UB_TO_GM_MIN_II, _ceil(b, bw))
         if md == "UB":
             return GM_TO_UB_BASE + _ceil(b, GM_TO_UB_BW), max(GM_TO_UB_MIN_II, _ceil(b, GM_TO_UB_BW))
         return UB_TO_GM_BASE + _ceil(b, UB_TO_GM_BW), max(UB_TO_GM_MIN_II, _ceil(b, UB_TO_GM_BW))
@@ -301,6 +365,12 @@ def _vf_cost(st: Stmt, memory, allocs, env) -> Tuple[int, int]:
             env.eval_int(loop.start) not in (0, None):
         raise Unmodelled("VF loop extents")
     total = math.prod(extents)
+    # ParallelLoopFuser fuses a nest of T.Parallel loops into one loop over
+    # the product only when every extent is a power of two; the accesses then
+    # index with ``f % (prod) // (prod)`` arithmetic, which the counter sees.
+    fused = len(extents) > 1 and all(e > 0 and e & (e - 1) == 0 for e in extents)
+    if fused and len(extents) > 2:
+        raise Unmodelled("index arithmetic of a fused 3-d VF loop")
     cycles = 0
     read_bufs: List[str] = []
     for s in st.children:
@@ -313,9 +383,9 @@ def _vf_cost(st: Stmt, memory, allocs, env) -> Tuple[int, int]:
             if list(shape) != extents or acc.indices is None or \
                     [getattr(i, "id", None) for i in acc.indices] != vars_:
                 raise Unmodelled("VF indexing")
-            # The fused loop indexes dim d of an n-d buffer with
-            # ``f % (prod) // (prod)``: two div/mod ops, one for the last dim.
-            if len(vars_) > 1:
+            # The fused 2-d loop indexes with ``f % E // n`` and ``f % n``:
+            # three div/mod operations per access.
+            if fused:
                 idx_ops = 2 * (len(vars_) - 1) + 1
                 cycles += idx_ops * max(1, _ceil(total, OP_THROUGHPUT["%"]))
         for acc in s.reads:

@@ -1,10 +1,15 @@
-"""Ascend parity: our InsertSync/RewriteFlagToBuf model against the real compiler.
+"""Ascend parity: our auto-schedule and InsertSync/RewriteFlagToBuf models
+against the real compiler.
 
 Every kernel in tests/fixtures/ascend/ is lowered once by tilelang 0.1.15
 (target "ascend", AscendC codegen, no NPU needed) through
-tests/oracle/lower_ascend.py; the sync calls of the AscendC source are compared
-with ``analysis.sync_ascend``.  Skipped when tilelang is not importable.
-Total lowering time on 2 cores: about 20 s (vec_n5_v8 is the slowest, ~5 s).
+tests/oracle/lower_ascend.py, which also records the arguments and the result
+of the compiler's Z3 loop scheduler.  Compared with ``analysis.schedule_ascend``
+and ``analysis.sync_ascend``: the scheduler's inputs, its start times, II and
+versions, the flags, spills, barriers, cross-core slots, lock ids and the sync
+calls of the AscendC source.  Skipped when tilelang is not importable.
+Total time on 2 cores: about 45 s (the 9-18-task vector loops take 1-6 s each,
+in the compiler and again in the model).
 """
 
 from __future__ import annotations

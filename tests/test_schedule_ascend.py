@@ -109,26 +109,50 @@ def test_solver_is_deterministic_and_cached():
     assert a[0] == (164, 0, 518)  # B first: the model Z3 returns
 
 
+def test_strided_copy_costs():
+    plan = _plan("vec_strided_v2.py")
+    lat, iis = plan.schedule.input.latencies, plan.schedule.input.iis
+    # 64x32 fp32 of 256-column rows: 128-byte rows, the "N" geometry.  GM->UB:
+    # one 128-byte transaction per row, 128*102/128 = 102 B/cycle, capped at 100;
+    # 2*8192 B / 100 = 164, base 75 -> 239, II 164.  UB->GM: 128*86/128 = 86;
+    # ceil(16384/86) = 191, base 180 (rows not narrower than 128 B) -> 371.
+    # The fused 64x32 VF: 3 accesses x 3 div/mod x ceil(2048/13)=158, one
+    # mul ceil(2048/51)=41: 1463.
+    assert (lat[0], iis[0]) == (239, 164)
+    assert (lat[2], iis[2]) == (371, 191)
+    assert lat[1] == 9 * 158 + 41
+
+
+def test_unfused_vf_has_no_index_arithmetic():
+    plan = _plan("vec_strided_wide_v4.py")
+    # 16x192: 192 is not a power of two, so the two T.Parallel loops stay
+    # nested and the accesses index with plain i, j; T.max and + over 3072
+    # elements at 51/cycle: 61 + 61.
+    assert plan.schedule.input.latencies[1] == 122
+
+
 _UNMODELLED = '''
 import tilelang.ascend.language as T
 
 def kernel(L=4096, W=256, blk=64):
     @T.prim_func
-    def main(X: T.Tensor((L, W), "float32"), Z: T.Tensor((L, W), "float32")):
+    def main(X: T.Tensor((L, W), "float32"), Z: T.Tensor((L,), "float32")):
         with T.Kernel(4) as bx:
-            x = T.alloc_shared((blk, 32), "float32")
-            T.annotate_buffer_versions({x: 2})
+            x = T.alloc_shared((blk, W), "float32")
+            s = T.alloc_shared((blk,), "float32")
+            T.annotate_buffer_versions({x: 2, s: 2})
             for t in T.Pipelined(L // blk, num_stages=2):
-                T.copy(X[t * blk:(t + 1) * blk, 0:32], x)
-                T.copy(x, Z[t * blk:(t + 1) * blk, 0:32])
+                T.copy(X[t * blk:(t + 1) * blk, 0:W], x)
+                T.reduce_sum(x, s, dim=1)
+                T.copy(s, Z[t * blk:(t + 1) * blk])
     return main
 '''
 
 
-def test_unmodelled_copy_geometry_falls_back_and_says_why():
-    # A 32-column slice of 256-column rows is a strided ("N") copy whose
-    # bandwidth depends on row transactions: not in the model.
+def test_unmodelled_task_falls_back_and_says_why():
+    # A reduction's cost is not in the model: the order is a prediction.
     plan = _plan_src(_UNMODELLED)
     assert not plan.schedule.exact
-    assert "strided" in plan.schedule.reason
+    assert "T.reduce_sum" in plan.schedule.reason
     assert plan.result.versions_exact  # annotated versions are still facts
+    assert not plan.result.schedule_exact
