@@ -48,7 +48,8 @@ from tilelint.analysis.model import Analysis, Diagnostic, KernelResult, Related,
 INSTALL_HINT = ("the compiler is not installed: verification needs tilelang 0.1.15 in the "
                 "interpreter that runs tilelint (pip install 'tilelint[compiler]'), or point "
                 "TILELINT_COMPILER_PYTHON / --python at an interpreter that has it")
-VALIDATION = ("TL101", "TL102", "TL103", "TL104", "TL105", "TL107", "TL108", "TL112")
+VALIDATION = ("TL101", "TL102", "TL103", "TL104", "TL105", "TL107", "TL108", "TL112",
+              "TL302", "TL303")
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
@@ -385,7 +386,8 @@ def compare(analysis: Analysis, facts: dict, path: str) -> VerifyResult:
                 diags.append(Diagnostic(code="TL910", severity="warning", kernel=name,
                                         span=line_span(line, _name_span(kr)),
                                         message=f"`{name}`: {msg}{where}"))
-            _compare_schedule(kr, k, chk, diags)
+            if analysis.target != "ascend":
+                _compare_schedule(kr, k, chk, diags)
             continue
         if ours_err:
             msg = (f"tilelint predicts {', '.join(sorted({d.code for d in ours_err}))}, "
@@ -393,9 +395,12 @@ def compare(analysis: Analysis, facts: dict, path: str) -> VerifyResult:
             chk.mismatches.append(msg)
             diags.append(Diagnostic(code="TL910", severity="warning", kernel=name,
                                     span=ours_err[0].span, message=msg))
-        _compare_schedule(kr, k, chk, diags)
-        _compare_memory(kr, k, chk, diags)
-        _compare_sync(kr, k, chk, diags)
+        if analysis.target == "ascend":
+            _compare_ascend(kr, k, chk, diags)
+        else:
+            _compare_schedule(kr, k, chk, diags)
+            _compare_memory(kr, k, chk, diags)
+            _compare_sync(kr, k, chk, diags)
         for sc in k.get("sync_code") or []:
             res.sync_code += (SyncCode(kernel=name, loop_line=int(sc.get("loop_line") or 0),
                                        code=str(sc.get("code") or ""),
@@ -454,6 +459,37 @@ def _compare_schedule(kr: KernelResult, k: dict, chk: KernelCheck, diags: List[D
             _mismatch(chk, diags, kr, span, f"{at}: order", od, t["order"])
         if t.get("depth") is not None and ours.depth != t["depth"]:
             _mismatch(chk, diags, kr, span, f"{at}: pipeline depth", ours.depth, t["depth"])
+
+
+def _compare_ascend(kr: KernelResult, k: dict, chk: KernelCheck, diags: List[Diagnostic]) -> None:
+    """Ascend: the auto-scheduler's order and II of the modelled loop."""
+    asc = kr.ascend
+    if asc is None or not asc.statements:
+        return
+    n = len(asc.statements)
+    theirs = next((t for t in k.get("ascend_schedule") or [] if len(t["start_times"]) == n), None)
+    span = _name_span(kr)
+    loops = [lr for lr in kr.loops if lr.loop.kind == "pipelined"]
+    if loops:
+        span = loops[0].loop.iter_span
+    chk.compared.append("ascend loop order")
+    if theirs is None:
+        _mismatch(chk, diags, kr, span, "Ascend loop: scheduled tasks", n,
+                  sorted({len(t["start_times"]) for t in k.get("ascend_schedule") or []}))
+        return
+    lines = sorted(st.line for st in asc.statements)  # source order
+    starts = theirs["start_times"]
+    their_order = [lines[i] for i in sorted(range(n), key=lambda i: (starts[i], i))]
+    our_order = [st.line for st in asc.statements]
+    note = "" if asc.schedule_exact else f" (predicted: {asc.schedule_note})"
+    if our_order != their_order:
+        _mismatch(chk, diags, kr, span, f"Ascend loop order (statement lines){note}",
+                  our_order, their_order)
+        return
+    if asc.schedule_exact:
+        chk.compared.append("ascend II")
+        if asc.ii != theirs["ii"]:
+            _mismatch(chk, diags, kr, span, "Ascend loop II", asc.ii, theirs["ii"])
 
 
 def _compare_memory(kr: KernelResult, k: dict, chk: KernelCheck, diags: List[Diagnostic]) -> None:

@@ -63,6 +63,8 @@ MESSAGE_CODES = (
     ("TL107", r"dependency on multiple async stages"),
     ("TL108", r"Multiple writes to overlapping buffer regions"),
     ("TL112", r"number of stages should be equal to the number of pipeline stages"),
+    ("TL302", r"mutex_running <= kMaxBufId|total spilled mutex slots"),
+    ("TL303", r"cross_core_base >= 0|cross-core flag"),
 )
 WHERE = re.compile(r"-->\s*([^\n]*?):(\d+):(\d+)")
 
@@ -482,6 +484,25 @@ def make_target(c: Compiler, target: str):
     raise ValueError(f"unknown target {target!r}")
 
 
+def _record_ascend_schedules(sink: List[dict]) -> None:
+    """Make the compiler's Z3 loop scheduler report each result into ``sink``
+    (the registration is replaced in this worker process only)."""
+    import tvm_ffi
+    from tilelang.ascend.transform import z3_scheduler
+
+    inner = getattr(z3_scheduler, "z3_schedule_loop_ffi")
+
+    def recorded(*args):
+        result = inner(*args)
+        sink.append({"start_times": [int(x) for x in result[0]],
+                     "buffer_versions": [int(x) for x in result[1]],
+                     "ii": int(result[2])})
+        return result
+
+    tvm_ffi.register_global_func("tl.transform.z3_schedule_loop_python", recorded,
+                                 override=True)
+
+
 def lower(c: Compiler, pf, target: str, configs: dict, path: str) -> dict:
     seen: Dict[str, object] = {}
     tvm = c.tvm
@@ -496,12 +517,17 @@ def lower(c: Compiler, pf, target: str, configs: dict, path: str) -> dict:
                  "loops": [], "versions": None, "shared": None, "sync": None, "sync_code": []}
     art = None
     t0 = time.perf_counter()
+    scheduled: List[dict] = []
     try:
         tg = make_target(c, target)
+        if target == "ascend":
+            _record_ascend_schedules(scheduled)
         with tg, tvm.transform.PassContext(opt_level=3, config=dict(configs), instruments=[Keep()]):
             art = c.tilelang.lower(pf, target=tg, enable_device_compile=False)
     except Exception as exc:
         out["error"] = describe(exc, path)
+    if target == "ascend":
+        out["ascend_schedule"] = scheduled
     out["seconds"] = round(time.perf_counter() - t0, 3)
     problems = {}
 

@@ -131,9 +131,49 @@ def test_compare_reports_tl910_naming_both_values() -> None:
     assert all(d.severity == "warning" for d in res.diagnostics)
 
 
+ASCEND = ROOT / "tests" / "fixtures" / "ascend"
+
+
+def test_compare_ascend_order_can_disagree() -> None:
+    pytest.importorskip("z3")
+    path = ASCEND / "vec_n3_v4.py"
+    a = analyze(path.read_text(), str(path), Settings(target="ascend"))
+    # The compiler's start times (tests/test_ascend_parity.py records them) put
+    # the loads of streams 2, 1, 0 first.  Hand-written facts with the three
+    # loads in source order instead must give one TL910 naming both orders.
+    starts = [0, 2140, 3353, 41, 2151, 3569, 82, 2129, 3785]
+    facts = {"kernels": {"main": {"error": None, "ascend_schedule": [
+        {"start_times": starts, "buffer_versions": [], "ii": 468}]}},
+        "_source": path.read_text()}
+    res = compare(a, facts, str(path))
+    msgs = [d.message for d in res.diagnostics if d.code == "TL910"]
+    assert len(msgs) == 1 and "Ascend loop order" in msgs[0], msgs
+    assert "[32, 27, 22," in msgs[0] and "[22, 27, 32," in msgs[0]
+    # The compiler's real order: agreement, II compared too.
+    facts["kernels"]["main"]["ascend_schedule"][0]["start_times"] = [
+        468, 2140, 3353, 370, 2151, 3569, 329, 2129, 3785]
+    res = compare(a, facts, str(path))
+    assert not res.diagnostics and res.kernels[0].agrees
+    assert "ascend II" in res.kernels[0].compared
+
+
 # --------------------------------------------------------------------------
 # with the real compiler
 # --------------------------------------------------------------------------
+
+
+def test_ascend_verify_agrees_and_maps_pool_errors(worker) -> None:
+    pytest.importorskip("z3")
+    res = worker.verify(str(ASCEND / "vec_n4_v4.py"), None, "ascend")
+    assert res.ran, res.error
+    k = res.kernels[0]
+    assert k.lowered and k.agrees, k.mismatches
+    assert "ascend loop order" in k.compared and not res.diagnostics
+    # vec_n5_v8 exhausts the mutex pool: the compiler's failure is TL302,
+    # which tilelint predicted, so there is nothing to report.
+    res = worker.verify(str(ASCEND / "vec_n5_v8.py"), None, "ascend")
+    assert res.kernels[0].compiler_error["code"] == "TL302"
+    assert res.kernels[0].agrees and not res.diagnostics
 
 
 def test_gemm_agrees_and_returns_sync_code(worker) -> None:
