@@ -300,7 +300,7 @@ ASCEND_SCHEDULE_HEADER = ("line", "core", "pipe", "start", "latency", "II", "sta
 def ascend_schedule_title(asc) -> str:
     if asc.schedule_exact:
         return (f"loop body in the auto-scheduler's order (its Z3 model reproduced, "
-                f"II {asc.ii} cycles):")
+                f"II {asc.ii} cycles{'; ' + asc.schedule_note if asc.schedule_note else ''}):")
     return (f"loop body in a predicted order (dependency levels; the scheduler's "
             f"order is not reproduced: {asc.schedule_note}):")
 

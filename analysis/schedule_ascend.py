@@ -562,12 +562,16 @@ def build_input(tasks: Sequence, kernel: Kernel, env, memory: Dict[str, str],
 # --------------------------------------------------------------------------
 
 
-def z3_available() -> bool:
+# The z3-solver build of the parity runs (the newest tilelang 0.1.15 accepts).
+CHECKED_Z3 = "4.15.4"
+
+
+def solver_version() -> Optional[str]:
     try:
-        import z3  # noqa: F401
+        import z3
+        return z3.get_version_string()
     except Exception:
-        return False
-    return True
+        return None
 
 
 @functools.lru_cache(maxsize=256)
@@ -681,5 +685,10 @@ def schedule_loop(tasks: Sequence, kernel: Kernel, env, memory: Dict[str, str],
     times, versions, ii = out
     t0 = min(times) if times else 0
     order = tuple(sorted(range(n), key=lambda i: (times[i] - t0, i)))
-    return AscendSchedule(order, True, "", ii, tuple(x - t0 for x in times),
+    note = ""
+    version = solver_version()
+    if version != CHECKED_Z3:
+        note = (f"solved with z3-solver {version}; the model was checked against "
+                f"{CHECKED_Z3}, and another solver build may pick another model")
+    return AscendSchedule(order, True, note, ii, tuple(x - t0 for x in times),
                           tuple(zip(inp.version_buffers, versions)), inp)
