@@ -7,7 +7,7 @@ import pytest
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
-from lsp_helpers import close_doc, codes, open_doc, read, uri_for, wait_published
+from lsp_helpers import REPO, close_doc, codes, open_doc, uri_for, wait_published
 
 CLIENT = "push"
 INIT_OPTIONS = {"tilelint": {"target": "ascend"}}
@@ -21,12 +21,12 @@ def _pos(text: str, needle: str, offset: int = 0) -> lsp.Position:
 
 @pytest.mark.asyncio(loop_scope="module")
 async def test_ascend_spill_and_hover(client: LanguageClient):
-    # vec_n4_v4 (a copy of tests/fixtures/ascend/vec_n4_v4.py): the compiler
+    # tests/fixtures/ascend/vec_n4_v4.py: the compiler
     # spills MTE3_V and V_MTE3 to locks (tests/test_ascend_parity.py), so TL301
     # is published twice, on the loop.
     pytest.importorskip("z3")
-    text = read("ascend_vec_n4_v4.py")
-    uri = uri_for("ascend_vec_n4_v4.py", "ascend")
+    text = (REPO / "tests" / "fixtures" / "ascend" / "vec_n4_v4.py").read_text()
+    uri = uri_for("vec_n4_v4.py", "ascend")
     open_doc(client, uri, text)
     pub = await wait_published(client, uri, 1)
     assert codes(pub.diagnostics).count("TL301") == 2
