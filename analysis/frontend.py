@@ -18,6 +18,7 @@ import tokenize
 import warnings
 import dataclasses
 from dataclasses import dataclass, field
+from dataclasses import replace as dc_replace
 from functools import lru_cache
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -1180,9 +1181,16 @@ class _Builder:
             elif isinstance(node, cst.If):
                 stmts.append(self.if_stmt(node, ctx, locals_out, pipelined_ancestors))
             elif isinstance(node, cst.With):
-                # ``with T.block(...)`` / other scopes: statements count inline.
-                stmts.extend(self.block(node.body, ctx, ctx.macros, locals_out,
-                                        pipelined_ancestors))
+                # ``with T.block(...)`` / other scopes: statements count inline;
+                # each remembers the T.* scopes around it (T.SimtVF, T.Stage).
+                inner = self.block(node.body, ctx, ctx.macros, locals_out,
+                                   pipelined_ancestors)
+                scopes = tuple(name for name in (
+                    self.dotted(item.item.func) for item in node.items
+                    if isinstance(item.item, cst.Call)) if name and name.startswith("T."))
+                if scopes:
+                    inner = [dc_replace(st, scope=scopes + st.scope) for st in inner]
+                stmts.extend(inner)
             elif isinstance(node, cst.While):
                 children = self.block(node.body, ctx, ctx.macros, locals_out,
                                       pipelined_ancestors)

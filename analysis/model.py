@@ -201,6 +201,9 @@ class Stmt:
     macro: Optional[str] = None
     # if only: index in ``children`` where the else/elif branch starts (None: no else).
     else_index: Optional[int] = None
+    # The ``with T.*(...)`` scopes the statement sits in, outermost first, as
+    # callee names (``T.SimtVF``, ``T.Stage``); ``with`` bodies count inline.
+    scope: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

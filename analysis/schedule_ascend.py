@@ -348,6 +348,12 @@ def _gemm_cost(st: Stmt, memory, allocs, env) -> Tuple[int, int]:
     return base + cycles, max(1, cycles)
 
 
+def _walk(stmts):
+    for st in stmts:
+        yield st
+        yield from _walk(st.children)
+
+
 def _kw_true(st: Stmt, name: str) -> bool:
     return f"{name}=True" in st.label.replace(" ", "")
 
@@ -357,6 +363,9 @@ def _align(x: int, g: int) -> int:
 
 
 def _vf_cost(st: Stmt, memory, allocs, env) -> Tuple[int, int]:
+    if "T.SimtVF" not in st.scope:
+        raise Unmodelled("a T.Parallel outside T.SimtVF"
+                         if "T.SimdVF" not in st.scope else "a T.SimdVF block")
     loop = st.loop
     vars_ = [v.strip() for v in loop.var.split(",")]
     stops = loop.stop.items if isinstance(loop.stop, TupleExpr) else (loop.stop,)
@@ -472,7 +481,7 @@ def _consider_key(a, b, buf: str) -> Tuple[int, int]:
 
 def build_input(tasks: Sequence, kernel: Kernel, env, memory: Dict[str, str],
                 annotated: Dict[str, int], eligible: Sequence[str], num_stages: int,
-                conflict, tainted) -> SchedulerInput:
+                conflict) -> SchedulerInput:
     """The loop scheduler's arguments for ``tasks`` (the loop body in source
     order).  ``conflict(a, b, cross)`` lists the (buffer, kind) hazards of a
     then b; raises :class:`Unmodelled` for inputs outside the cost model."""
@@ -481,6 +490,8 @@ def build_input(tasks: Sequence, kernel: Kernel, env, memory: Dict[str, str],
     n = len(tasks)
     lat, iis, flags, hbm = [], [], [], []
     for t in tasks:
+        if "T.Stage" in t.stmt.scope:
+            raise Unmodelled("a manual T.Stage schedule")
         if t.pipe not in PIPE_BITS:
             raise Unmodelled(f"pipe {t.pipe}")
         for acc in list(t.stmt.reads) + list(t.stmt.writes):
@@ -504,7 +515,7 @@ def build_input(tasks: Sequence, kernel: Kernel, env, memory: Dict[str, str],
         for b in list(t.writes):
             if memory.get(b, "GM") not in ("GM", "REG") and b not in onchip:
                 onchip.append(b)
-    simt = any(t.pipe == "V" and t.stmt.kind == "parallel" for t in tasks)
+    simt = any("T.SimtVF" in st.scope for st in _walk(kernel.body))
     caps = {s: _LIMITS.get(s, _UB_BYTES_WITH_SIMT if simt else _UB_BYTES) for s in _SCOPES}
     members: Dict[str, List[int]] = {s: [] for s in _SCOPES}
     sizes: List[int] = []
@@ -664,7 +675,7 @@ def solve(inp: SchedulerInput) -> Optional[Tuple[Tuple[int, ...], Tuple[int, ...
 
 def schedule_loop(tasks: Sequence, kernel: Kernel, env, memory: Dict[str, str],
                   annotated: Dict[str, int], eligible: Sequence[str], num_stages: int,
-                  conflict, tainted, loop_annotations: Sequence[str] = ()) -> AscendSchedule:
+                  conflict, loop_annotations: Sequence[str] = ()) -> AscendSchedule:
     """The compiler's order of ``tasks`` (source order in), or the reason it
     cannot be reproduced."""
     n = len(tasks)
@@ -672,7 +683,7 @@ def schedule_loop(tasks: Sequence, kernel: Kernel, env, memory: Dict[str, str],
         return AscendSchedule(tuple(range(n)), False, "manual stages/offset are not modelled")
     try:
         inp = build_input(tasks, kernel, env, memory, annotated, eligible, num_stages,
-                          conflict, tainted)
+                          conflict)
     except Unmodelled as exc:
         return AscendSchedule(tuple(range(n)), False, str(exc))
     except Exception as exc:  # never take the editor down

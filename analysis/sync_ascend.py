@@ -535,7 +535,7 @@ def plan_ascend(kernel: Kernel, env, loops: Sequence[Loop] = ()) -> Optional[Asc
         extras.append("stage")
     schedule = schedule_loop(
         src_body, kernel, env, memory, annotated, eligible, max(1, num_stages or 1),
-        lambda a, b, cross: _conflict(a, b, memory, cross, tainted), tainted, extras)
+        lambda a, b, cross: _conflict(a, b, memory, cross, tainted), extras)
     if schedule.exact:
         body = [src_body[i] for i in schedule.order]
     else:

@@ -156,3 +156,21 @@ def test_unmodelled_task_falls_back_and_says_why():
     assert "T.reduce_sum" in plan.schedule.reason
     assert plan.result.versions_exact  # annotated versions are still facts
     assert not plan.result.schedule_exact
+
+
+def test_manual_stage_and_simd_blocks_are_not_claimed():
+    # T.Stage fixes stages and per-pipe order (a different scheduler mode);
+    # a T.SimdVF block has its own cost.  Neither is in the model: the order
+    # must be flagged as predicted, not presented as the compiler's.
+    base = _UNMODELLED.replace("T.reduce_sum(x, s, dim=1)",
+                               "with T.SimtVF(threads=128):\n"
+                               "                    for i in T.Parallel(blk):\n"
+                               "                        s[i] = x[i, 0] * 2.0")
+    assert _plan_src(base).schedule.reason != "a manual T.Stage schedule"
+    staged = base.replace("                T.copy(X[t", "                with T.Stage(0):\n"
+                          "                    T.copy(X[t", 1)
+    plan = _plan_src(staged)
+    assert not plan.schedule.exact and "T.Stage" in plan.schedule.reason
+    simd = base.replace("T.SimtVF(threads=128)", "T.SimdVF()")
+    plan = _plan_src(simd)
+    assert not plan.schedule.exact and "SimdVF" in plan.schedule.reason
