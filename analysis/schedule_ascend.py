@@ -37,7 +37,11 @@ import math
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .model import Access, BinOp, Call, Compare, Const, Expr, Kernel, Name, Slice, Stmt, Subscript, TupleExpr, UnaryOp
+from .model import (
+    Access, BinOp, Call, Compare, Const, Expr, Kernel, Name, Slice, Stmt, Subscript, TupleExpr,
+    UnaryOp,
+)
+from .values import normalise_dtype
 
 # Resource bits of the scheduler (ResourcePipe).
 PIPE_BITS = {"MTE1": 1, "MTE2": 2, "MTE3": 4, "M": 8, "V": 16, "FIX": 32, "S": 64}
@@ -62,7 +66,7 @@ CUBE_THROUGHPUT = {"float16": 8192, "bfloat16": 8192, "float32": 512}
 VALU_BANDWIDTH = 256
 OP_THROUGHPUT = {"+": 51, "-": 51, "*": 51, "/": 13, "//": 13, "%": 13,
                  "max": 51, "min": 51, "cmp": 51, "logic": 51}
-_SPECIAL = {"exp", "exp2", "log", "log2", "sin", "cos", "tan", "asin", "acos", "atan",
+_MATH_CALLS = {"exp", "exp2", "log", "log2", "sin", "cos", "tan", "asin", "acos", "atan",
             "sinh", "cosh", "tanh", "sqrt", "rsqrt", "pow", "erf", "sigmoid"}
 _DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "int32": 4, "int8": 1,
                 "uint8": 1, "int16": 2, "float8_e4m3": 1, "float8_e5m2": 1, "int64": 8}
@@ -107,13 +111,19 @@ class Unmodelled(Exception):
 
 
 def _dtype_of(expr, env) -> Optional[str]:
-    from .values import normalise_dtype
     v = env.evaluate(expr) if env is not None else None
     return normalise_dtype(v) if v is not None else None
 
 
+class _Shapes(dict):
+    """buffer -> (shape, dtype); a buffer of unknown shape is outside the model."""
+
+    def __missing__(self, name):
+        raise Unmodelled(f"the shape or dtype of {name} is not known")
+
+
 def _alloc_info(kernel: Kernel, env) -> Dict[str, Tuple[Tuple[int, ...], str]]:
-    out = {}
+    out = _Shapes()
     for a in kernel.allocs:
         shape = tuple(env.eval_int(d) for d in a.shape)
         dt = _dtype_of(a.dtype, env)
@@ -451,7 +461,7 @@ def _expr_cycles(e: Expr, loop_vars, total: int) -> int:
         name = e.func.split(".")[-1]
         if name in ("max", "min"):
             kind = name
-        elif name in _SPECIAL:
+        elif name in _MATH_CALLS:
             # The counter looks these up by bare name but TIR calls them
             # ``tir.exp`` etc., so they miss the special-function rate and take
             # the one-cycle fallback (measured: exp over 2048 elements adds 1).
