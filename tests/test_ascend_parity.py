@@ -135,18 +135,23 @@ def test_schedule_matches_compiler(oracle, name):
     assert [v for _, v in sched.versions] == theirs["buffer_versions"]
 
 
-@pytest.mark.parametrize("name", ALL)
-def test_unannotated_versions_are_the_schedulers(oracle, name):
+def test_unannotated_versions_are_the_schedulers(oracle):
     """Buffers without T.annotate_buffer_versions get the versions the
     scheduler recomputes from its start times; ours are those, exactly."""
-    o = oracle[name]
-    (theirs,) = o["scheduler"]
-    if not theirs["buffer_versions"]:
-        pytest.skip("every multi-buffered buffer is annotated")
-    kernel, plan = _plan(name)
-    assert plan.result.versions_exact and not plan.version_range
-    ours = dict(plan.result.versions)
-    assert [ours[b] for b in plan.schedule.input.version_buffers] == theirs["buffer_versions"]
+    checked, wrong = [], []
+    for name in ALL:
+        (theirs,) = oracle[name]["scheduler"]
+        if not theirs["buffer_versions"]:
+            continue  # every multi-buffered buffer of this kernel is annotated
+        _, plan = _plan(name)
+        ours = dict(plan.result.versions)
+        got = [ours.get(b) for b in plan.schedule.input.version_buffers]
+        checked.append(name)
+        if not (plan.result.versions_exact and not plan.version_range
+                and got == theirs["buffer_versions"]):
+            wrong.append((name, got, theirs["buffer_versions"]))
+    assert len(checked) >= 5, checked
+    assert not wrong
 
 
 def test_scheduler_can_pick_different_versions_per_buffer(oracle):
