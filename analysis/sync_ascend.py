@@ -133,6 +133,8 @@ class SyncCall:
     where: str  # prefix | pre | loop | post | suffix
     guard: str = ""  # "first" / "last" for loop-boundary syncs
     blocking: bool = True  # lock: BLOCK (wait side) or NON_BLOCK (set side)
+    task: int = -1  # the task it is emitted next to (-1: kernel entry/exit)
+    after: bool = False  # emitted after that task (else before it)
 
     def ids(self, extent: int) -> Tuple[int, ...]:
         if self.where != "loop" or self.versions <= 1:
@@ -796,30 +798,33 @@ def _materialize(points: List[SyncPoint], allocations: List[Allocation],
             if s.pipe in _IMPLICIT_ORDER:
                 continue
             before.setdefault(d.index, []).insert(0, SyncCall(
-                "barrier", d.core, (s.pipe,), 0, 1, where(d), guard(p, p.dst)))
+                "barrier", d.core, (s.pipe,), 0, 1, where(d), guard(p, p.dst), task=d.index))
             continue
         ev = hard_event(s.pipe, d.pipe)
         pp, cp = ev.split("_", 1)
         if _is_cross(p, tasks):
             if s.core == AIV:
                 after.setdefault(s.index, []).append(SyncCall(
-                    "intra_arrive", s.core, (pp,), p.base, vers, where(s), guard(p, p.src)))
+                    "intra_arrive", s.core, (pp,), p.base, vers, where(s), guard(p, p.src),
+                    task=s.index, after=True))
                 for sid in range(NUM_AIV_SUBCORES):
                     before.setdefault(d.index, []).insert(0, SyncCall(
                         "intra_wait", d.core, (cp,), p.base + 16 * sid, vers, where(d),
-                        guard(p, p.dst)))
+                        guard(p, p.dst), task=d.index))
             else:
                 for sid in range(NUM_AIV_SUBCORES):
                     after.setdefault(s.index, []).append(SyncCall(
                         "intra_arrive", s.core, (pp,), p.base + 16 * sid, vers, where(s),
-                        guard(p, p.src)))
+                        guard(p, p.src), task=s.index, after=True))
                 before.setdefault(d.index, []).insert(0, SyncCall(
-                    "intra_wait", d.core, (cp,), p.base, vers, where(d), guard(p, p.dst)))
+                    "intra_wait", d.core, (cp,), p.base, vers, where(d), guard(p, p.dst),
+                    task=d.index))
             continue
         after.setdefault(s.index, []).append(SyncCall(
-            "notify", s.core, (pp, cp), p.base, vers, where(s), guard(p, p.src)))
+            "notify", s.core, (pp, cp), p.base, vers, where(s), guard(p, p.src),
+            task=s.index, after=True))
         before.setdefault(d.index, []).insert(0, SyncCall(
-            "wait", d.core, (pp, cp), p.base, vers, where(d), guard(p, p.dst)))
+            "wait", d.core, (pp, cp), p.base, vers, where(d), guard(p, p.dst), task=d.index))
 
     prefix: List[SyncCall] = []
     suffix: List[SyncCall] = []
@@ -941,13 +946,11 @@ def _rewrite_flag_to_buf(calls: List[SyncCall], extent: int, gemm_l1: bool):
         blk = next(b for b in assign[ev] if b[0] <= lo and hi <= b[1])
         base = c.base + blk[3]
         if blk[2]:
-            new_calls.append(SyncCall(c.name, c.core, c.pipes, base, c.versions, c.where,
-                                      c.guard))
+            new_calls.append(replace(c, base=base))
         else:
             pp, cp = c.pipes
-            new_calls.append(SyncCall("lock", c.core, (pp if c.name == "notify" else cp,),
-                                      base, c.versions, c.where, c.guard,
-                                      blocking=c.name == "wait"))
+            new_calls.append(replace(c, name="lock", pipes=(pp if c.name == "notify" else cp,),
+                                     base=base, blocking=c.name == "wait"))
     return new_calls, events, spilled, (mutex if any_spill else 0)
 
 
@@ -1035,7 +1038,9 @@ def render_call(c: SyncCall, var: str = "k", extent: int = 1 << 20) -> str:
 def render_ascend_preview(kernel: Kernel, env, loops: Sequence[Loop] = (),
                           plan: Optional[AscendPlan] = None) -> str:
     """The Ascend C synchronisation of the pipelined loop, as 0.1.15 emits it:
-    per core, priming, the loop body's sync calls, draining."""
+    per core, priming, the loop body's sync calls, draining.  Each task is
+    shown as a comment where it runs (in the scheduled order), between the
+    waits before it and the notifies after it."""
     if plan is None:
         plan = plan_ascend(kernel, env, loops)
     if plan is None:
@@ -1047,16 +1052,32 @@ def render_ascend_preview(kernel: Kernel, env, loops: Sequence[Loop] = (),
         if len(cores) > 1:
             lines.append(f"// {core}")
         calls = [c for c in plan.calls if c.core == core]
+        items: List[Tuple[str, object]] = [("call", c) for c in calls if c.task < 0
+                                           and c.where == "prefix"]
+        for t in plan.tasks:
+            if t.core != core:
+                continue
+            items.extend(("call", c) for c in calls if c.task == t.index and not c.after)
+            items.append(("task", t))
+            items.extend(("call", c) for c in calls if c.task == t.index and c.after)
+        items.extend(("call", c) for c in calls if c.task < 0 and c.where != "prefix")
         loop_open = False
-        for c in calls:
-            if c.where == "loop" and not loop_open:
+        for kind, obj in items:
+            where = obj.where if kind == "call" else obj.region  # type: ignore[union-attr]
+            if where == "loop" and not loop_open:
                 lines.append(f"for (int32_t {var} = 0; {var} < {ext}; ++{var}) {{")
                 loop_open = True
-            elif c.where != "loop" and loop_open:
+            elif where != "loop" and loop_open:
                 lines.append("}")
                 loop_open = False
+            ind = "  " if where == "loop" else ""
+            if kind == "task":
+                t = obj
+                label = t.stmt.label if len(t.stmt.label) <= 60 else t.stmt.label[:59] + "…"
+                lines.append(f"{ind}// {t.pipe}: {label}  (line {t.stmt.span.line})")
+                continue
+            c = obj
             text = render_call(c, var, ext)
-            ind = "  " if c.where == "loop" else ""
             if c.guard:
                 cond = f"{var} == 0" if c.guard == "first" else f"{var} == {ext - 1}"
                 lines.append(f"{ind}if ({cond}) {{")

@@ -394,6 +394,10 @@ def test_explain_ascend_json_and_text(in_repo, capsys):
     assert [s["pipe"] for s in sched["statements"]] == ["MTE2"] * 3 + ["V"] * 3 + ["MTE3"] * 3
     assert asc["versions"] == {"x0": 4, "z0": 4, "x1": 4, "z1": 4, "x2": 4, "z2": 4}
     assert asc["preview"].startswith("asc_sync_notify(PIPE_MTE3, PIPE_V, static_cast<event_t>(0));")
+    # Every task shows up once in the preview, as a comment, in the scheduled order.
+    import re as _re
+    shown = [int(m) for m in _re.findall(r"// \w+: .*\(line (\d+)\)", asc["preview"])]
+    assert shown == [32, 27, 22, 34, 24, 29, 26, 31, 36]
     rc, out, _ = run(capsys, "explain", path, "--target", "ascend")
     assert "auto-scheduler's order (its Z3 model reproduced, II 468 cycles)" in out
     assert "for (int32_t t = 0; t < 16; ++t) {" in out
