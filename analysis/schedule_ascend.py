@@ -260,7 +260,8 @@ def _n_bandwidth(to_ub: bool, width: int) -> int:
     return min(UB_TO_GM_BW, _transaction_bw(width, 128, 86))
 
 
-def _extent(s: Slice, env) -> Optional[int]:
+def _extent(s: Slice, env) -> int:
+    """The extent of a slice; -1 when it is not known (never "whole")."""
     lo = 0 if s.lower is None else env.eval_int(s.lower)
     hi = env.eval_int(s.upper) if s.upper is not None else None
     if lo is not None and hi is not None:
@@ -268,8 +269,9 @@ def _extent(s: Slice, env) -> Optional[int]:
     # ``base:base + n``: the extent is n even when base is symbolic.
     if isinstance(s.upper, BinOp) and s.upper.op == "+" and s.lower is not None \
             and s.upper.left == s.lower:
-        return env.eval_int(s.upper.right)
-    return -1  # partial, unknown
+        n = env.eval_int(s.upper.right)
+        return n if n is not None else -1
+    return -1
 
 
 # --------------------------------------------------------------------------
@@ -285,9 +287,10 @@ def task_cost(task, kernel: Kernel, env, memory: Dict[str, str],
               allocs, params) -> Tuple[int, int]:
     """(latency, II) of one task as the 0.1.15 cost model computes it.
 
-    Modelled: GM->L1 copies, GM<->UB copies of contiguous GM regions, the
-    dual L0C->UB copy, GEMMs on L1 operands (fp16/bf16/fp32) and SimtVF
-    ``T.Parallel`` loops over whole UB buffers with arithmetic bodies.
+    Modelled: GM->L1 copies; GM<->UB copies of whole UB buffers, contiguous
+    in GM or (not dual) strided with rows of known width; the dual L0C->UB
+    copy; GEMMs on L1 operands (fp16/bf16/fp32); and T.Parallel loops in a
+    T.SimtVF block over whole UB buffers with arithmetic bodies.
     Raises :class:`Unmodelled` otherwise."""
     st: Stmt = task.stmt
     if st.kind == "copy":
