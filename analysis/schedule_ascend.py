@@ -676,8 +676,8 @@ def solve(inp: SchedulerInput) -> Optional[Tuple[Tuple[int, ...], Tuple[int, ...
             times.append(t)
             t += latency
         return tuple(times), (1,) * len(inp.buffer_sizes), max(sum(inp.latencies), 1)
-    k_min = min(best_model.eval(best_ks[i]).as_long() for i in range(n))
-    times = [best_model.eval(best_starts[i]).as_long() - k_min * best_ii for i in range(n)]
+    k_min = min(best_model.evaluate(best_ks[i]).as_long() for i in range(n))
+    times = [best_model.evaluate(best_starts[i]).as_long() - k_min * best_ii for i in range(n)]
     versions = [1] * len(inp.buffer_sizes)
     for u, v, dist, latency in inp.data_deps:
         if dist < 0:
