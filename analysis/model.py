@@ -457,6 +457,7 @@ class AscendStatement:
     start: Optional[int] = None  # start time in the scheduler's model (cycles)
     latency: Optional[int] = None
     ii: Optional[int] = None
+    source: int = 0  # position among the loop's tasks in source order
 
 
 @dataclass(frozen=True)
@@ -475,6 +476,7 @@ class AscendResult:
     schedule_note: str = ""
     ii: Optional[int] = None
     preview: str = ""  # the Ascend C sync calls of the loop (priming, body, draining)
+    loop_line: Optional[int] = None  # the modelled loop (the first pipelined one)
 
 
 @dataclass(frozen=True)

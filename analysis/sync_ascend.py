@@ -158,6 +158,7 @@ class AscendPlan:
     cross_core_failed: bool
     version_range: Tuple[Tuple[str, int, int], ...] = ()
     schedule: Optional[AscendSchedule] = None
+    source_order: Tuple[int, ...] = ()  # loop tasks (scheduled order) -> source position
 
 
 # --------------------------------------------------------------------------
@@ -472,7 +473,8 @@ def analyze_ascend(kernel: Kernel, env, loops: Sequence[Loop] = ()
         preview = render_ascend_preview(kernel, env, loops, plan=plan)
     except Exception:
         preview = ""
-    result = replace(plan.result, statements=_statements(plan), preview=preview)
+    result = replace(plan.result, statements=_statements(plan), preview=preview,
+                     loop_line=plan.loop.span.line if plan.loop is not None else None)
     return result, ascend_diagnostics(kernel, plan)
 
 
@@ -481,13 +483,15 @@ def _statements(plan: "AscendPlan") -> Tuple[AscendStatement, ...]:
     body = [t for t in plan.tasks if t.region == "loop"]
     out = []
     for pos, t in enumerate(body):
-        src = sched.order[pos] if sched is not None and sched.exact else None
+        src = plan.source_order[pos] if pos < len(plan.source_order) else pos
+        timed = sched is not None and sched.exact
         inp = sched.input if sched is not None else None
         out.append(AscendStatement(
             line=t.stmt.span.line, label=t.stmt.label, pipe=t.pipe, core=t.core,
-            start=sched.start_times[src] if src is not None else None,
-            latency=inp.latencies[src] if src is not None and inp is not None else None,
-            ii=inp.iis[src] if src is not None and inp is not None else None))
+            start=sched.start_times[src] if timed else None,
+            latency=inp.latencies[src] if timed and inp is not None else None,
+            ii=inp.iis[src] if timed and inp is not None else None,
+            source=src))
     return tuple(out)
 
 
@@ -542,6 +546,7 @@ def plan_ascend(kernel: Kernel, env, loops: Sequence[Loop] = ()) -> Optional[Asc
         body = [src_body[i] for i in schedule.order]
     else:
         body = _levels(src_body, memory, tainted)
+    source_order = tuple(next(i for i, u in enumerate(src_body) if u is t) for t in body)
     tasks = pre + body + post
     for i, t in enumerate(tasks):
         t.index = i
@@ -605,7 +610,8 @@ def plan_ascend(kernel: Kernel, env, loops: Sequence[Loop] = ()) -> Optional[Asc
         ii=schedule.ii if schedule.exact else None,
     )
     return AscendPlan(result, tasks, points, allocations, calls, loop, loop.var, extent,
-                      events, spilled, mutex_used, cross_failed, tuple(ranges), schedule)
+                      events, spilled, mutex_used, cross_failed, tuple(ranges), schedule,
+                      source_order)
 
 
 def _collect(body: List[Task], memory, tainted, versions, level) -> List[SyncPoint]:

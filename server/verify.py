@@ -477,9 +477,9 @@ def _compare_ascend(kr: KernelResult, k: dict, chk: KernelCheck, diags: List[Dia
         _mismatch(chk, diags, kr, span, "Ascend loop: scheduled tasks", n,
                   sorted({len(t["start_times"]) for t in k.get("ascend_schedule") or []}))
         return
-    lines = sorted(st.line for st in asc.statements)  # source order
+    line_of = {st.source: st.line for st in asc.statements}  # source position -> line
     starts = theirs["start_times"]
-    their_order = [lines[i] for i in sorted(range(n), key=lambda i: (starts[i], i))]
+    their_order = [line_of.get(i) for i in sorted(range(n), key=lambda i: (starts[i], i))]
     our_order = [st.line for st in asc.statements]
     note = "" if asc.schedule_exact else f" (predicted: {asc.schedule_note})"
     if our_order != their_order:

@@ -105,9 +105,15 @@ def ascend_loop_hover(kr: "KernelResult", lr: "LoopResult") -> str:
 def loop_hover(kr: "KernelResult", lr: "LoopResult", target: str = "sm_80") -> str:
     out: List[str] = []
     loop = lr.loop
-    if kr.ascend is not None and kr.kernel.dialect == "ascend" and \
-            (kr.ascend.statements or kr.ascend.hard_events):
-        return ascend_loop_hover(kr, lr)
+    if kr.ascend is not None and kr.kernel.dialect == "ascend":
+        if kr.ascend.loop_line == loop.span.line and \
+                (kr.ascend.statements or kr.ascend.hard_events):
+            return ascend_loop_hover(kr, lr)
+        why = (f"tilelint follows the first pipelined loop of an Ascend kernel "
+               f"(line {kr.ascend.loop_line})" if kr.ascend.loop_line is not None
+               else "no tile operation of this kernel maps to an Ascend pipe")
+        return (f"**`T.Pipelined` loop over `{loop.var}` (Ascend)**\n\nNot modelled: {why}."
+                + _config_note(kr))
     if not lr.pipelined:
         out.append(f"**`T.Pipelined` loop over `{loop.var}`: not pipelined**")
         if lr.note:

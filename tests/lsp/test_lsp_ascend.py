@@ -39,3 +39,23 @@ async def test_ascend_spill_and_hover(client: LanguageClient):
     assert "```cpp" in value and "asc_lock(PIPE_MTE3" in value
     assert "`MTE3_V` 16 **spilled to locks**" in value
     close_doc(client, uri)
+
+
+def test_second_ascend_loop_says_it_is_not_modelled():
+    """Only the first pipelined loop of an Ascend kernel is modelled; the
+    hover of another one says so instead of showing the first one's data."""
+    from tilelint.analysis import Settings, analyze
+    from tilelint.server.lsp import hover_text
+    src = (REPO / "tests" / "fixtures" / "ascend" / "gemm_v2.py").read_text()
+    lines = src.splitlines(keepends=True)
+    at = next(i for i, ln in enumerate(lines) if "T.Pipelined" in ln)
+    body = [ln for ln in lines[at:] if ln.startswith(" " * 16) or "T.Pipelined" in ln]
+    end = at + len(body)
+    src2 = "".join(lines[:end] + body + lines[end:])  # the same loop twice
+    a = analyze(src2, "x.py", Settings(target="ascend"))
+    kr = a.kernels[0]
+    first, second = [lr for lr in kr.loops if lr.loop.kind == "pipelined"][:2]
+    assert "auto-scheduler" in hover_text.loop_hover(kr, first, "ascend") or \
+        "predicted order" in hover_text.loop_hover(kr, first, "ascend")
+    text = hover_text.loop_hover(kr, second, "ascend")
+    assert "Not modelled" in text and f"line {first.loop.span.line}" in text
