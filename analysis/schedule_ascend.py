@@ -32,8 +32,10 @@ measured against the compiler's scheduler inputs in tests/test_ascend_parity.py.
 
 from __future__ import annotations
 
-import functools
+import contextlib
+import contextvars
 import math
+import threading
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -598,9 +600,58 @@ def solver_version() -> Optional[str]:
         return None
 
 
-@functools.lru_cache(maxsize=256)
-def solve(inp: SchedulerInput) -> Optional[Tuple[Tuple[int, ...], Tuple[int, ...], int]]:
-    """(start times, buffer versions, II) for ``inp``, None without z3.
+Solution = Tuple[Tuple[int, ...], Tuple[int, ...], int]  # start times, versions, II
+_SOLVED: "Dict[SchedulerInput, Solution]" = {}
+_SOLVED_MAX = 256
+_CACHE_LOCK = threading.Lock()
+_SOLVE_LOCK = threading.Lock()
+_DEFER: "contextvars.ContextVar[Optional[List[SchedulerInput]]]" = contextvars.ContextVar(
+    "tilelint_ascend_deferred", default=None)
+
+
+def cached(inp: SchedulerInput) -> Optional[Solution]:
+    """The solution of ``inp`` if it was solved in this process."""
+    with _CACHE_LOCK:
+        return _SOLVED.get(inp)
+
+
+def clear_cache() -> None:
+    with _CACHE_LOCK:
+        _SOLVED.clear()
+
+
+@contextlib.contextmanager
+def deferred_solving():
+    """Within the block, loops whose schedule is not cached are not solved:
+    they get the predicted order (``exact`` False) and their inputs are added
+    to the yielded list, for the caller to ``solve`` elsewhere (the language
+    server does it off its analysis thread) and analyse again."""
+    pending: List[SchedulerInput] = []
+    token = _DEFER.set(pending)
+    try:
+        yield pending
+    finally:
+        _DEFER.reset(token)
+
+
+def solve(inp: SchedulerInput) -> Optional[Solution]:
+    """(start times, buffer versions, II) for ``inp``, None without z3;
+    cached per input (the last 256)."""
+    hit = cached(inp)
+    if hit is not None:
+        return hit
+    with _SOLVE_LOCK:  # one solve at a time, as in the compiler
+        out = _solve(inp)
+    if out is not None:
+        with _CACHE_LOCK:
+            _SOLVED[inp] = out
+            while len(_SOLVED) > _SOLVED_MAX:
+                _SOLVED.pop(next(iter(_SOLVED)))
+    return out
+
+
+def _solve(inp: SchedulerInput) -> Optional[Solution]:
+    """The compiler's loop scheduler, re-run.
 
     The constraints are posted in the compiler's order, into a fresh context
     with the compiler's seed.  Z3's answer also depends on the ids it hands
@@ -701,7 +752,16 @@ def schedule_loop(tasks: Sequence, kernel: Kernel, env, memory: Dict[str, str],
         return AscendSchedule(tuple(range(n)), False, str(exc))
     except Exception as exc:  # never take the editor down
         return AscendSchedule(tuple(range(n)), False, f"internal: {type(exc).__name__}")
-    out = solve(inp)
+    pending = _DEFER.get()
+    if pending is not None and solver_version() is not None:
+        out = cached(inp)
+        if out is None:
+            if inp not in pending:
+                pending.append(inp)
+            return AscendSchedule(tuple(range(n)), False,
+                                  "the auto-scheduler's order is being computed", input=inp)
+    else:
+        out = solve(inp)
     if out is None:
         return AscendSchedule(tuple(range(n)), False,
                               "z3-solver is not installed: pip install 'tilelint[ascend]'",

@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT / "tests" / "oracle"))
 
 def main(argv):
     from analysis import frontend, values
-    from analysis.schedule_ascend import solve
+    from analysis.schedule_ascend import clear_cache
     from analysis.sync_ascend import plan_ascend
 
     files = [Path(a) for a in argv] or sorted((ROOT / "tests" / "fixtures" / "ascend").glob("*.py"))
@@ -43,7 +43,7 @@ def main(argv):
         module = frontend.parse_module(f.read_text())
         kernel = module.kernels[0]
         env = values.build_env(module, kernel)
-        solve.cache_clear()
+        clear_cache()
         t = time.perf_counter()
         plan = plan_ascend(kernel, env)
         first = time.perf_counter() - t

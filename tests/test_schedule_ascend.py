@@ -18,7 +18,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from analysis import frontend, values  # noqa: E402
-from analysis.schedule_ascend import SchedulerInput, solve  # noqa: E402
+from analysis.schedule_ascend import SchedulerInput, clear_cache, solve  # noqa: E402
 from analysis.sync_ascend import plan_ascend  # noqa: E402
 
 FIX = ROOT / "tests" / "fixtures" / "ascend"
@@ -99,7 +99,7 @@ def test_solver_is_deterministic_and_cached():
                           (2, 0, 2, 264), (2, 1, 2, 264), (2, 2, 1, 264)),
                          ((0, 1),), (), ((253952,),))
     a = solve(inp)
-    solve.cache_clear()
+    clear_cache()
     b = solve(inp)
     assert a == b
     # II: the second copy starts >= 164 after the first (one MTE2), the gemm
@@ -174,3 +174,20 @@ def test_manual_stage_and_simd_blocks_are_not_claimed():
     simd = base.replace("T.SimtVF(threads=128)", "T.SimdVF()")
     plan = _plan_src(simd)
     assert not plan.schedule.exact and "SimdVF" in plan.schedule.reason
+
+
+def test_deferred_solving_predicts_first_then_uses_the_solution():
+    pytest.importorskip("z3")
+    from analysis.schedule_ascend import deferred_solving
+    clear_cache()
+    with deferred_solving() as pending:
+        plan = _plan("vec_n3_v4.py")
+    # Not solved inside the block: the predicted order, said so, input queued.
+    assert not plan.schedule.exact
+    assert "being computed" in plan.schedule.reason
+    assert pending == [plan.schedule.input]
+    solve(pending[0])  # what the language server does on its solver thread
+    with deferred_solving() as pending:
+        plan = _plan("vec_n3_v4.py")
+    assert plan.schedule.exact and pending == []
+    assert plan.schedule.order == (6, 3, 0, 7, 1, 4, 2, 5, 8)

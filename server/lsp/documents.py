@@ -21,6 +21,10 @@ How an edit flows:
 4. While a chunk does not parse, its last good model still provides the
    module-level names, call sites and macros the other kernels depend on, so
    their results do not change; the broken chunk contributes its TL001.
+5. An Ascend loop whose auto-schedule is not solved yet (a Z3 run, seconds
+   for a large loop) is not solved on the analysis thread: the result shows
+   the predicted order, is not cached, and the schedule is solved on a
+   background thread; the document is then analysed again.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import asyncio
 import dataclasses
 import logging
 import re
+import threading
 from collections import OrderedDict
 from concurrent.futures import Executor
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -36,7 +41,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from typing import TYPE_CHECKING
 
 from . import convert
-from .lazy import frontend, model, pipeline, targets as targets_mod
+from .lazy import frontend, model, pipeline, schedule_ascend, targets as targets_mod
 from .settings import selected_label as _selected_label
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -239,6 +244,9 @@ class KernelCache:
         self._items: "OrderedDict[int, Tuple[Any, Any, Any]]" = OrderedDict()
         self.hits = 0
         self.misses = 0
+        # Ascend loop schedules the last analyses left to be solved (their
+        # results are provisional and not cached); drained by ``compute``.
+        self.pending: List[Any] = []
 
     def run(self, module: Module, kernel, target: str, settings: Settings, source: str = "",
             select: Optional[str] = None):
@@ -251,24 +259,32 @@ class KernelCache:
             self.hits += 1
             return entry[2]
         self.misses += 1
+        pending: List[Any] = []
         try:
             # The source only serves fixes built from the kernel's own text, which
             # is the same whenever the kernel model is (same chunk, same place).
             global _KERNEL_TAKES_SOURCE
             if _KERNEL_TAKES_SOURCE is None:
                 _KERNEL_TAKES_SOURCE = _takes_source()
-            if select is not None and not settings.all_bindings:
-                out = _analyze_selected(module, kernel, target, settings, source, select)
-            elif _KERNEL_TAKES_SOURCE:
-                out = pipeline.analyze_kernel(module, kernel, target, settings, source)
-            else:  # pragma: no cover - older analysis API
-                out = pipeline.analyze_kernel(module, kernel, target, settings)
+            # An Ascend loop schedule that is not solved yet is not solved here
+            # (it can take seconds): the result is provisional until it is.
+            with schedule_ascend.deferred_solving() as pending:
+                if select is not None and not settings.all_bindings:
+                    out = _analyze_selected(module, kernel, target, settings, source, select)
+                elif _KERNEL_TAKES_SOURCE:
+                    out = pipeline.analyze_kernel(module, kernel, target, settings, source)
+                else:  # pragma: no cover - older analysis API
+                    out = pipeline.analyze_kernel(module, kernel, target, settings)
         except Exception as exc:  # a bug of the analysis must not take the editor down
             log.exception("analysis of kernel %s failed", kernel.name)
             out = ([model.KernelResult(kernel=kernel)], [model.Diagnostic(
                 code="TL000", severity="error", span=kernel.name_span, kernel=kernel.name,
                 message=f"tilelint internal error while analysing `{kernel.name}`: "
                         f"{type(exc).__name__}: {exc}. Please report this.")])
+        if pending:
+            self.pending.extend(p for p in pending if p not in self.pending)
+            self._items.pop(id(kernel), None)
+            return out
         # The entry keeps ``kernel`` alive, so its id cannot be reused while cached.
         self._items[id(kernel)] = (kernel, ctx, out)
         if len(self._items) > self.size:
@@ -331,6 +347,8 @@ class Computed:
     lines: List[str]
     slots: List[Slot]
     analysis: Analysis
+    # Ascend schedules this result is provisional on (solve, then analyse again).
+    pending: Tuple[Any, ...] = ()
 
 
 def _region_needs_next(lines: Sequence[str], start: int, end: int) -> bool:
@@ -441,7 +459,9 @@ def compute(snap: Snapshot, settings: Settings, caches: Caches,
         log.exception("combining chunk models failed")
         module = frontend.parse_module(text)
     analysis = analyze_module(text, snap.path, settings, module, caches, selection)
-    return Computed(snap.version, snap.generation, lines, slots, analysis)
+    pending = tuple(caches.kernels.pending)
+    caches.kernels.pending.clear()
+    return Computed(snap.version, snap.generation, lines, slots, analysis, pending)
 
 
 def analyze_module(source: str, path: str, settings: Settings, module: Module,
@@ -631,6 +651,8 @@ class DocumentStore:
         self.encoding = encoding
         self.caches = Caches()
         self.docs: Dict[str, Document] = {}
+        # Ascend loop schedules being solved, and the documents waiting on each.
+        self._solving: Dict[Any, set] = {}
 
     def get(self, uri: str) -> Optional[Document]:
         return self.docs.get(uri)
@@ -688,9 +710,44 @@ class DocumentStore:
                     self.on_result(doc)
                 except Exception:
                     log.exception("publishing results for %s failed", doc.uri)
+                if result.pending:
+                    self._solve_later(doc, result.pending)
             else:
                 doc.analysis_generation = snap.generation
             return
+
+    def _solve_later(self, doc: Document, pending: Sequence[Any]) -> None:
+        """Solve Ascend loop schedules on a background thread (one at a time,
+        seconds for large loops) and analyse the waiting documents again when
+        each is done; meanwhile they show the predicted order."""
+        loop = asyncio.get_running_loop()
+        for inp in pending:
+            waiting = self._solving.get(inp)
+            if waiting is not None:
+                waiting.add(doc.uri)
+                continue
+            self._solving[inp] = {doc.uri}
+
+            def work(inp=inp) -> None:
+                ok = True
+                try:
+                    schedule_ascend.solve(inp)
+                except Exception:  # pragma: no cover - reported, never raised
+                    log.exception("solving an Ascend loop schedule failed")
+                    ok = False
+                try:
+                    loop.call_soon_threadsafe(self._solved, inp, ok)
+                except RuntimeError:  # the event loop is gone (shutdown)
+                    pass
+
+            # A daemon thread: a solve in flight never holds up the server's exit.
+            threading.Thread(target=work, name="tilelint-ascend-solver", daemon=True).start()
+
+    def _solved(self, inp: Any, ok: bool) -> None:
+        for uri in self._solving.pop(inp, ()):
+            doc = self.docs.get(uri)
+            if ok and doc is not None and not doc.closed:
+                self.request(doc)
 
     def republish(self, doc: Document) -> bool:
         """Re-convert the committed analysis (plus the compiler's findings when

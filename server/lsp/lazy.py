@@ -53,11 +53,17 @@ def _render():
     return m
 
 
+def _schedule_ascend():
+    from tilelint.analysis import schedule_ascend as m
+    return m
+
+
 frontend = LazyModule(_frontend)
 pipeline = LazyModule(_pipeline)
 targets = LazyModule(_targets)
 model = LazyModule(_model)
 render = LazyModule(_render)
+schedule_ascend = LazyModule(_schedule_ascend)
 
 
 def warm_up() -> None:

@@ -7,7 +7,7 @@ import pytest
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
-from lsp_helpers import REPO, close_doc, codes, open_doc, uri_for, wait_published
+from lsp_helpers import REPO, close_doc, codes, open_doc, uri_for, wait_published, wait_until
 
 CLIENT = "push"
 INIT_OPTIONS = {"tilelint": {"target": "ascend"}}
@@ -21,15 +21,26 @@ def _pos(text: str, needle: str, offset: int = 0) -> lsp.Position:
 
 @pytest.mark.asyncio(loop_scope="module")
 async def test_ascend_spill_and_hover(client: LanguageClient):
-    # tests/fixtures/ascend/vec_n4_v4.py: the compiler
-    # spills MTE3_V and V_MTE3 to locks (tests/test_ascend_parity.py), so TL301
-    # is published twice, on the loop.
+    # tests/fixtures/ascend/vec_n4_v4.py: the compiler spills MTE3_V and V_MTE3
+    # to locks (tests/test_ascend_parity.py), so TL301 is published twice, on
+    # the loop.  The server does not solve the loop schedule on its analysis
+    # thread: the first publish has the predicted order and says so, and once
+    # the solve is done the document is analysed again.
     pytest.importorskip("z3")
     text = (REPO / "tests" / "fixtures" / "ascend" / "vec_n4_v4.py").read_text()
     uri = uri_for("vec_n4_v4.py", "ascend")
     open_doc(client, uri, text)
-    pub = await wait_published(client, uri, 1)
-    assert codes(pub.diagnostics).count("TL301") == 2
+    first = await wait_published(client, uri, 1)
+    # The level-order prediction of this loop misses the spill (measured when
+    # it was the only model): the first publish is the provisional one.
+    assert codes(first.diagnostics).count("TL301") < 2
+
+    def solved():
+        pubs = client.published.get(uri, [])
+        return pubs and codes(pubs[-1].diagnostics).count("TL301") == 2 and \
+            all("predicted" not in d.message for d in pubs[-1].diagnostics)
+    await wait_until(solved, 60, "the re-analysis with the solved schedule")
+    assert len(client.published[uri]) >= 2
     h = await client.text_document_hover_async(lsp.HoverParams(
         text_document=lsp.TextDocumentIdentifier(uri=uri),
         position=_pos(text, "T.Pipelined", 4)))
