@@ -651,8 +651,11 @@ class DocumentStore:
         self.encoding = encoding
         self.caches = Caches()
         self.docs: Dict[str, Document] = {}
-        # Ascend loop schedules being solved, and the documents waiting on each.
-        self._solving: Dict[Any, set] = {}
+        # Ascend loop schedules to solve: the newest list per document (a stale
+        # one is replaced, never solved), worked off by one background thread.
+        self._solve_queue: "OrderedDict[str, Tuple[Any, ...]]" = OrderedDict()
+        self._solve_cv = threading.Condition()
+        self._solver: Optional[threading.Thread] = None
 
     def get(self, uri: str) -> Optional[Document]:
         return self.docs.get(uri)
@@ -717,37 +720,42 @@ class DocumentStore:
             return
 
     def _solve_later(self, doc: Document, pending: Sequence[Any]) -> None:
-        """Solve Ascend loop schedules on a background thread (one at a time,
-        seconds for large loops) and analyse the waiting documents again when
-        each is done; meanwhile they show the predicted order."""
+        """Solve Ascend loop schedules on a background thread (seconds for a
+        large loop) and analyse the document again when they are solved;
+        meanwhile it shows the predicted order."""
         loop = asyncio.get_running_loop()
-        for inp in pending:
-            waiting = self._solving.get(inp)
-            if waiting is not None:
-                waiting.add(doc.uri)
-                continue
-            self._solving[inp] = {doc.uri}
+        with self._solve_cv:
+            self._solve_queue[doc.uri] = tuple(pending)
+            self._solve_queue.move_to_end(doc.uri)
+            self._solve_cv.notify()
+        if self._solver is None:
+            # A daemon thread: a solve in flight never holds up the server's exit.
+            self._solver = threading.Thread(target=self._solver_main, args=(loop,),
+                                            name="tilelint-ascend-solver", daemon=True)
+            self._solver.start()
 
-            def work(inp=inp) -> None:
-                ok = True
+    def _solver_main(self, loop: asyncio.AbstractEventLoop) -> None:
+        while True:
+            with self._solve_cv:
+                while not self._solve_queue:
+                    self._solve_cv.wait()
+                uri, inputs = self._solve_queue.popitem(last=False)
+            ok = True
+            for inp in inputs:
                 try:
                     schedule_ascend.solve(inp)
                 except Exception:  # pragma: no cover - reported, never raised
                     log.exception("solving an Ascend loop schedule failed")
                     ok = False
-                try:
-                    loop.call_soon_threadsafe(self._solved, inp, ok)
-                except RuntimeError:  # the event loop is gone (shutdown)
-                    pass
+            try:
+                loop.call_soon_threadsafe(self._solved, uri, ok)
+            except RuntimeError:  # the event loop is gone (shutdown)
+                return
 
-            # A daemon thread: a solve in flight never holds up the server's exit.
-            threading.Thread(target=work, name="tilelint-ascend-solver", daemon=True).start()
-
-    def _solved(self, inp: Any, ok: bool) -> None:
-        for uri in self._solving.pop(inp, ()):
-            doc = self.docs.get(uri)
-            if ok and doc is not None and not doc.closed:
-                self.request(doc)
+    def _solved(self, uri: str, ok: bool) -> None:
+        doc = self.docs.get(uri)
+        if ok and doc is not None and not doc.closed:
+            self.request(doc)
 
     def republish(self, doc: Document) -> bool:
         """Re-convert the committed analysis (plus the compiler's findings when
