@@ -298,6 +298,9 @@ ASCEND_SCHEDULE_HEADER = ("line", "core", "pipe", "start", "latency", "II", "sta
 
 
 def ascend_schedule_title(asc) -> str:
+    if asc.schedule_exact and asc.ii is None:
+        return (f"loop body in the auto-scheduler's order, which its dependencies force "
+                f"(no start times: {asc.schedule_note}):")
     if asc.schedule_exact:
         return (f"loop body in the auto-scheduler's order (its Z3 model reproduced, "
                 f"II {asc.ii} cycles{'; ' + asc.schedule_note if asc.schedule_note else ''}):")

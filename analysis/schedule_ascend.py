@@ -97,7 +97,7 @@ class AscendSchedule:
     order: Tuple[int, ...]
     exact: bool
     reason: str = ""
-    ii: int = 0
+    ii: Optional[int] = None  # None when the order is known without start times
     start_times: Tuple[int, ...] = ()
     versions: Tuple[Tuple[str, int], ...] = ()  # solver-chosen versions
     input: Optional[SchedulerInput] = None
@@ -737,6 +737,28 @@ def _solve(inp: SchedulerInput) -> Optional[Solution]:
     return tuple(times), tuple(versions), best_ii
 
 
+def forced_order(tasks: Sequence, conflict) -> bool:
+    """True when the loop's same-iteration dependencies leave one order: each
+    task depends on the one before it.  Then every schedule, whatever the
+    latencies, issues the tasks in source order (each starts at least one
+    cycle after its predecessor), and the order needs no solver."""
+    for i in range(len(tasks) - 1):
+        if not conflict(tasks[i], tasks[i + 1], False):
+            return False
+    return True
+
+
+def _without_times(tasks: Sequence, conflict, why: str,
+                   inp: Optional[SchedulerInput] = None) -> AscendSchedule:
+    """The schedule when the solver's model is not available: exact (with no
+    start times) if the dependencies force the order, else a prediction."""
+    n = len(tasks)
+    manual = any("T.Stage" in t.stmt.scope for t in tasks)
+    if n and not manual and forced_order(tasks, conflict):
+        return AscendSchedule(tuple(range(n)), True, why, input=inp)
+    return AscendSchedule(tuple(range(n)), False, why, input=inp)
+
+
 def schedule_loop(tasks: Sequence, kernel: Kernel, env, memory: Dict[str, str],
                   annotated: Dict[str, int], eligible: Sequence[str], num_stages: int,
                   conflict, loop_annotations: Sequence[str] = ()) -> AscendSchedule:
@@ -749,7 +771,7 @@ def schedule_loop(tasks: Sequence, kernel: Kernel, env, memory: Dict[str, str],
         inp = build_input(tasks, kernel, env, memory, annotated, eligible, num_stages,
                           conflict)
     except Unmodelled as exc:
-        return AscendSchedule(tuple(range(n)), False, str(exc))
+        return _without_times(tasks, conflict, str(exc))
     except Exception as exc:  # never take the editor down
         return AscendSchedule(tuple(range(n)), False, f"internal: {type(exc).__name__}")
     pending = _DEFER.get()
@@ -758,14 +780,13 @@ def schedule_loop(tasks: Sequence, kernel: Kernel, env, memory: Dict[str, str],
         if out is None:
             if inp not in pending:
                 pending.append(inp)
-            return AscendSchedule(tuple(range(n)), False,
-                                  "the auto-scheduler's order is being computed", input=inp)
+            return _without_times(tasks, conflict,
+                                  "the auto-scheduler's order is being computed", inp)
     else:
         out = solve(inp)
     if out is None:
-        return AscendSchedule(tuple(range(n)), False,
-                              "z3-solver is not installed: pip install 'tilelint[ascend]'",
-                              input=inp)
+        return _without_times(tasks, conflict,
+                              "z3-solver is not installed: pip install 'tilelint[ascend]'", inp)
     times, versions, ii = out
     t0 = min(times) if times else 0
     order = tuple(sorted(range(n), key=lambda i: (times[i] - t0, i)))

@@ -484,7 +484,7 @@ def _statements(plan: "AscendPlan") -> Tuple[AscendStatement, ...]:
     out = []
     for pos, t in enumerate(body):
         src = plan.source_order[pos] if pos < len(plan.source_order) else pos
-        timed = sched is not None and sched.exact
+        timed = sched is not None and sched.exact and src < len(sched.start_times)
         inp = sched.input if sched is not None else None
         out.append(AscendStatement(
             line=t.stmt.span.line, label=t.stmt.label, pipe=t.pipe, core=t.core,

@@ -486,7 +486,7 @@ def _compare_ascend(kr: KernelResult, k: dict, chk: KernelCheck, diags: List[Dia
         _mismatch(chk, diags, kr, span, f"Ascend loop order (statement lines){note}",
                   our_order, their_order)
         return
-    if asc.schedule_exact:
+    if asc.schedule_exact and asc.ii is not None:
         chk.compared.append("ascend II")
         if asc.ii != theirs["ii"]:
             _mismatch(chk, diags, kr, span, "Ascend loop II", asc.ii, theirs["ii"])

@@ -131,49 +131,81 @@ def test_unfused_vf_has_no_index_arithmetic():
     assert plan.schedule.input.latencies[1] == 122
 
 
-_UNMODELLED = '''
+_ONE_STREAM = '''
 import tilelang.ascend.language as T
 
 def kernel(L=4096, W=256, blk=64):
     @T.prim_func
-    def main(X: T.Tensor((L, W), "float32"), Z: T.Tensor((L,), "float32")):
+    def main(X: T.Tensor((L, W), "float32"), Z: T.Tensor((L,), "float32"),
+             Y: T.Tensor((L, W), "float32"), R: T.Tensor((L,), "float32")):
         with T.Kernel(4) as bx:
             x = T.alloc_shared((blk, W), "float32")
             s = T.alloc_shared((blk,), "float32")
-            T.annotate_buffer_versions({x: 2, s: 2})
+            y = T.alloc_shared((blk, W), "float32")
+            r = T.alloc_shared((blk,), "float32")
+            T.annotate_buffer_versions({x: 2, s: 2, y: 2, r: 2})
             for t in T.Pipelined(L // blk, num_stages=2):
                 T.copy(X[t * blk:(t + 1) * blk, 0:W], x)
                 T.reduce_sum(x, s, dim=1)
                 T.copy(s, Z[t * blk:(t + 1) * blk])
     return main
 '''
+# The same with a second, independent stream: the order is no longer forced.
+_TWO_STREAMS = _ONE_STREAM.replace(
+    "                T.copy(s, Z[t * blk:(t + 1) * blk])\n",
+    "                T.copy(s, Z[t * blk:(t + 1) * blk])\n"
+    "                T.copy(Y[t * blk:(t + 1) * blk, 0:W], y)\n"
+    "                T.reduce_sum(y, r, dim=1)\n"
+    "                T.copy(r, R[t * blk:(t + 1) * blk])\n")
 
 
 def test_unmodelled_task_falls_back_and_says_why():
-    # A reduction's cost is not in the model: the order is a prediction.
-    plan = _plan_src(_UNMODELLED)
+    # A reduction's cost is not in the model and two independent streams can
+    # interleave in many ways: the order is a prediction, and says why.
+    plan = _plan_src(_TWO_STREAMS)
     assert not plan.schedule.exact
     assert "T.reduce_sum" in plan.schedule.reason
     assert plan.result.versions_exact  # annotated versions are still facts
     assert not plan.result.schedule_exact
 
 
+def test_a_dependency_chain_needs_no_costs():
+    # copy -> reduce -> copy: each task depends on the one before, so every
+    # schedule issues them in source order: exact, without start times.
+    plan = _plan_src(_ONE_STREAM)
+    assert plan.schedule.exact and plan.schedule.ii is None
+    assert plan.schedule.order == (0, 1, 2)
+    assert "T.reduce_sum" in plan.schedule.reason
+    assert plan.result.schedule_exact and plan.result.ii is None
+    from analysis.sync_ascend import analyze_ascend
+    module = frontend.parse_module(_ONE_STREAM)
+    result, _ = analyze_ascend(module.kernels[0], values.build_env(module, module.kernels[0]))
+    assert [st.line for st in result.statements] == [15, 16, 17]  # copy, reduce, copy
+    assert all(st.start is None for st in result.statements)
+
+
 def test_manual_stage_and_simd_blocks_are_not_claimed():
     # T.Stage fixes stages and per-pipe order (a different scheduler mode);
-    # a T.SimdVF block has its own cost.  Neither is in the model: the order
-    # must be flagged as predicted, not presented as the compiler's.
-    base = _UNMODELLED.replace("T.reduce_sum(x, s, dim=1)",
-                               "with T.SimtVF(threads=128):\n"
-                               "                    for i in T.Parallel(blk):\n"
-                               "                        s[i] = x[i, 0] * 2.0")
-    assert _plan_src(base).schedule.reason != "a manual T.Stage schedule"
+    # a T.SimdVF block has its own cost.  Neither is in the model: with two
+    # streams the order must be flagged as predicted, not presented as the
+    # compiler's.
+    base = _TWO_STREAMS.replace("T.reduce_sum(x, s, dim=1)",
+                                "with T.SimtVF(threads=128):\n"
+                                "                    for i in T.Parallel(blk):\n"
+                                "                        s[i] = x[i, 0] * 2.0")
     staged = base.replace("                T.copy(X[t", "                with T.Stage(0):\n"
                           "                    T.copy(X[t", 1)
     plan = _plan_src(staged)
     assert not plan.schedule.exact and "T.Stage" in plan.schedule.reason
+    # Even a forced chain is not claimed under T.Stage (stages reorder it).
+    plan = _plan_src(_ONE_STREAM.replace(
+        "                T.copy(X[t", "                with T.Stage(0):\n"
+        "                    T.copy(X[t", 1))
+    assert not plan.schedule.exact
     simd = base.replace("T.SimtVF(threads=128)", "T.SimdVF()")
     plan = _plan_src(simd)
-    assert not plan.schedule.exact and "SimdVF" in plan.schedule.reason
+    assert not plan.schedule.exact
+    assert "SimdVF" in plan.schedule.reason or "VF indexing" in plan.schedule.reason
 
 
 def test_deferred_solving_predicts_first_then_uses_the_solution():
