@@ -761,12 +761,16 @@ def _without_times(tasks: Sequence, conflict, why: str,
 
 def schedule_loop(tasks: Sequence, kernel: Kernel, env, memory: Dict[str, str],
                   annotated: Dict[str, int], eligible: Sequence[str], num_stages: int,
-                  conflict, loop_annotations: Sequence[str] = ()) -> AscendSchedule:
+                  conflict, loop_annotations: Sequence[str] = (),
+                  unseen: Sequence[str] = ()) -> AscendSchedule:
     """The compiler's order of ``tasks`` (source order in), or the reason it
-    cannot be reproduced."""
+    cannot be reproduced.  ``unseen``: loop statements that do work but are
+    not tasks of the model (the compiler schedules them too)."""
     n = len(tasks)
     if any(a in loop_annotations for a in ("enable_offset", "stage", "order")):
         return AscendSchedule(tuple(range(n)), False, "manual stages/offset are not modelled")
+    if unseen:
+        return AscendSchedule(tuple(range(n)), False, f"{unseen[0]} is not modelled as a task")
     try:
         inp = build_input(tasks, kernel, env, memory, annotated, eligible, num_stages,
                           conflict)

@@ -539,9 +539,22 @@ def plan_ascend(kernel: Kernel, env, loops: Sequence[Loop] = ()) -> Optional[Asc
         extras.append("order")
     if loop.stage is not None:
         extras.append("stage")
+    # Loop statements that do work the model cannot place on a pipe (a SimdVF
+    # body of S.* intrinsics, an unknown T.* call): the compiler schedules them,
+    # so no order that leaves them out can be claimed as its order.
+    unseen = []
+    for st in loop.body:
+        if classify(st, memory) is not None:
+            continue
+        vf = next((sc for sc in st.scope if sc.endswith("VF")), None)
+        if vf is not None:
+            unseen.append(f"a {vf} block of intrinsics")
+        elif st.kind in ("call", "loop", "serial", "macro", "if"):
+            label = st.label if len(st.label) <= 40 else st.label[:39] + "…"
+            unseen.append(f"`{label}`")
     schedule = schedule_loop(
         src_body, kernel, env, memory, annotated, eligible, max(1, num_stages or 1),
-        lambda a, b, cross: _conflict(a, b, memory, cross, tainted), extras)
+        lambda a, b, cross: _conflict(a, b, memory, cross, tainted), extras, unseen)
     if schedule.exact:
         body = [src_body[i] for i in schedule.order]
     else:

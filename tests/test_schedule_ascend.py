@@ -223,3 +223,38 @@ def test_deferred_solving_predicts_first_then_uses_the_solution():
         plan = _plan("vec_n3_v4.py")
     assert plan.schedule.exact and pending == []
     assert plan.schedule.order == (6, 3, 0, 7, 1, 4, 2, 5, 8)
+
+
+_SIMD_INTRINSICS = '''
+import tilelang.ascend.language as T
+from tilelang.ascend.language import simd as S
+
+
+def kernel(L=65536, blk=512, nb=8):
+    @T.prim_func
+    def main(X: T.Tensor((L,), "float32"), Z: T.Tensor((L,), "float32")):
+        with T.Kernel(nb) as bx:
+            x = T.alloc_shared((blk,), "float32")
+            z = T.alloc_shared((blk,), "float32")
+            T.annotate_buffer_versions({x: 4, z: 4})
+            for t in T.Pipelined(L // blk // nb, num_stages=2):
+                base = (t * nb + bx) * blk
+                T.copy(X[base:base + blk], x)
+                with T.SimdVF(latency=40):
+                    mask = S.pset(32, "PAT_ALL")
+                    for c in range(0, blk, 64):
+                        S.vsts(z[c], S.vmuls(S.vld(x[c], "NORM"), T.float32(2.0), mask),
+                               mask, "NORM_B32")
+                T.copy(z, Z[base:base + blk])
+    return main
+'''
+
+
+def test_work_the_model_cannot_place_is_never_left_out_silently():
+    # The S.* intrinsics of a SimdVF block are not tasks of the model, but the
+    # compiler schedules the block (lowered with tilelang 0.1.15: its AscendC
+    # has the VF's flags, which this model does not produce).  The two copies
+    # alone would form a chain; the order must not be claimed.
+    plan = _plan_src(_SIMD_INTRINSICS)
+    assert not plan.schedule.exact
+    assert "T.SimdVF block" in plan.schedule.reason
