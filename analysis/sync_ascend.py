@@ -47,8 +47,8 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from .schedule_ascend import AscendSchedule, schedule_loop
 from .model import (
-    AscendResult, AscendStatement, Call, Const, Diagnostic, DictExpr, Expr, Kernel, Loop, Name,
-    Related, Span, Stmt, TupleExpr,
+    AscendResult, AscendStatement, Call, Diagnostic, DictExpr, Expr, Kernel, Loop, Name, Stmt,
+    TupleExpr,
 )
 
 INTRA_CORE_FLAGS = 8
