@@ -776,7 +776,7 @@ def autotune_overflows(module, kernel: Kernel, target: str,
 def autotune_diagnostics(module, kernel: Kernel, target: str, source: Optional[str],
                          base_bindings: Sequence[Tuple[str, object]] = (),
                          overrides: Optional[Dict[str, object]] = None) -> List[Diagnostic]:
-    """TL202 (error): one per kernel and target, on the autotune configuration list,
+    """TL202 (warning): one per kernel and target, on the autotune configuration list,
     naming every configuration whose shared memory exceeds the target's budget.
     Never raises."""
     try:
@@ -807,6 +807,6 @@ def _autotune_diagnostics(module, kernel, target, source, base_bindings, overrid
                            for b in p.buffers if b.bytes)
         related.append(Related(where, f"{_cfg_label(c)}: {p.total_bytes} B > {budget} B "
                                       f"({detail})"))
-    return [Diagnostic(code="TL202", severity="error", span=span, message=msg,
+    return [Diagnostic(code="TL202", severity="warning", span=span, message=msg,
                        related=tuple(related), kernel=kernel.name,
                        configs=tuple(_cfg_label(c) for c, _ in over))]

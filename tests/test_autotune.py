@@ -1,4 +1,4 @@
-"""TL202: one error per kernel and target on the autotune configuration list,
+"""TL202: one warning per kernel and target on the autotune configuration list,
 naming exactly the configurations whose shared memory overflows.
 
 The compiler test lowers every configuration of
@@ -90,7 +90,9 @@ def test_tl202_is_on_the_configs_argument():
     line = src.splitlines()[d.span.line - 1]
     assert "autotune" in line
     assert line[d.span.col:d.span.end_col] == "get_configs()"
-    assert d.severity == "error"
+    # A warning: tilelang 0.1.15's autotuner logs a failing configuration and
+    # skips it (tuner.py, status "error"), so the tuned kernel still builds.
+    assert d.severity == "warning"
 
 
 def _variant(old: str, new: str, extra: str = "") -> str:
