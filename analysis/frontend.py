@@ -25,6 +25,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from . import ops as ops_mod
 from .model import (
     Access, Alloc, Attr, BinOp, Binding, Call, CallSite, Compare, Const,
     Diagnostic, DictExpr, Expr, FuncDef, FuncStmt, IfExp, Kernel, Loop, Macro,
@@ -123,12 +124,60 @@ class Chunk:
 def split_chunks(source: str) -> List[Chunk]:
     """Split a file into its top-level statements (decorators stay with their def).
 
-    Uses the tokenizer so brackets and strings spanning lines are respected.  If
-    the tokenizer fails part-way (an unterminated string, say), the rest is cut at
-    lines that start in column 0.
+    A compound statement is one chunk with all its clauses (``try``/``except``/
+    ``finally``, ``if``/``elif``/``else``): a chunk is always something CPython
+    can parse on its own when the whole file parses.  When the file parses,
+    CPython's own parser gives the statement boundaries; otherwise the tokenizer
+    does (brackets and strings spanning lines are respected), and if it fails
+    part-way (an unterminated string, say) the rest is cut at lines that start
+    in column 0 with something other than a clause keyword.
     """
     source = normalise_newlines(source)
     lines = source_lines(source)
+    starts = _ast_starts(source)
+    if starts is None:
+        starts = _token_starts(source, lines)
+    # Comment lines right above a statement belong to it (``# tilelint: bind``).
+    moved = []
+    for s in sorted(set(starts)):
+        while s > 0 and lines[s - 1].startswith("#"):
+            s -= 1
+        moved.append(s)
+    starts = sorted(set(moved))
+    if not starts or starts[0] != 0:
+        starts.insert(0, 0)
+    chunks: List[Chunk] = []
+    for idx, begin in enumerate(starts):
+        end = starts[idx + 1] if idx + 1 < len(starts) else len(lines)
+        text = "".join(lines[begin:end])
+        if text:
+            chunks.append(Chunk(begin + 1, text))
+    return chunks
+
+
+# Keywords that continue the compound statement above them at the same indent.
+_CLAUSE_KEYWORDS = frozenset({"else", "elif", "except", "finally"})
+
+
+def _ast_starts(source: str) -> Optional[List[int]]:
+    """0-based first lines of the top-level statements, or None when the file
+    does not parse (or nests too deeply for CPython's parser)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    starts: List[int] = []
+    for node in tree.body:
+        first = node.lineno
+        for dec in getattr(node, "decorator_list", ()):
+            first = min(first, dec.lineno)
+        starts.append(first - 1)
+    return starts
+
+
+def _token_starts(source: str, lines: Sequence[str]) -> List[int]:
     starts: List[int] = []  # 0-based line indices where a chunk starts
     depth_ok_line = 0
     try:
@@ -154,32 +203,24 @@ def split_chunks(source: str) -> List[Chunk]:
             if at_stmt_start:
                 at_stmt_start = False
                 if indent == 0:
-                    if not pending_decorator:
+                    clause = ttype == tokenize.NAME and tok.string in _CLAUSE_KEYWORDS
+                    if not pending_decorator and not clause:
                         starts.append(tok.start[0] - 1)
                     pending_decorator = tok.type == tokenize.OP and tok.string == "@"
     except (tokenize.TokenError, IndentationError, SyntaxError):
         for i in range(depth_ok_line, len(lines)):
             line = lines[i]
-            if line[:1] and not line[:1].isspace() and not line.startswith("#"):
+            if line[:1] and not line[:1].isspace() and not line.startswith("#") \
+                    and _first_word(line) not in _CLAUSE_KEYWORDS:
                 if i not in starts:
                     if line.startswith("@") or not (starts and _prev_is_decorator(lines, i)):
                         starts.append(i)
-    # Comment lines right above a statement belong to it (``# tilelint: bind``).
-    moved = []
-    for s in sorted(set(starts)):
-        while s > 0 and lines[s - 1].startswith("#"):
-            s -= 1
-        moved.append(s)
-    starts = sorted(set(moved))
-    if not starts or starts[0] != 0:
-        starts.insert(0, 0)
-    chunks: List[Chunk] = []
-    for idx, begin in enumerate(starts):
-        end = starts[idx + 1] if idx + 1 < len(starts) else len(lines)
-        text = "".join(lines[begin:end])
-        if text:
-            chunks.append(Chunk(begin + 1, text))
-    return chunks
+    return starts
+
+
+def _first_word(line: str) -> str:
+    m = re.match(r"[A-Za-z_]+", line)
+    return m.group(0) if m else ""
 
 
 def _prev_is_decorator(lines: Sequence[str], i: int) -> bool:
@@ -1451,7 +1492,7 @@ class _Builder:
         if fname is None:
             reads = self.accesses_in(call, ctx)
             return Stmt(kind="call", op=self.src(call.func), span=self.span(node),
-                        reads=tuple(reads), label=self.label(node))
+                        reads=tuple(reads), label=self.label(node), roles_known=False)
         short = fname[2:] if fname.startswith("T.") else fname
         args = [a for a in call.args if a.keyword is None and not a.star]
         kw = {a.keyword.value: a for a in call.args if a.keyword is not None}
@@ -1471,67 +1512,134 @@ class _Builder:
             return self.macro_call(ctx.macros[short if short in ctx.macros else fname],
                                    call, node, ctx)
         if fname.startswith("T."):
-            base = short.split(".")[-1]
-            if base in _COPY_OPS or base.endswith("_copy") or base == "copy":
-                src = self.access(args[0].value, ctx) if args else None
-                dst = self.access(args[1].value, ctx) if len(args) > 1 else None
-                if dst is None and "dst" in kw:
-                    dst = self.access(kw["dst"].value, ctx)
-                if src is None and "src" in kw:
-                    src = self.access(kw["src"].value, ctx)
-                extra = [a for a in args[2:]]
-                reads = tuple(x for x in (src,) if x is not None)
-                for a in extra:
-                    reads += tuple(self.accesses_in(a.value, ctx))
-                return Stmt(kind="copy", op=fname, span=span, reads=reads,
-                            writes=tuple(x for x in (dst,) if x is not None), label=label)
-            if any(g in base for g in _GEMM_OPS):
-                ops = [self.access(a.value, ctx) for a in args[:3]]
-                a_, b_, c_ = (ops + [None, None, None])[:3]
-                for key, pos in (("A", 0), ("B", 1), ("C", 2)):
-                    if key in kw:
-                        val = self.access(kw[key].value, ctx)
-                        if pos == 0:
-                            a_ = val
-                        elif pos == 1:
-                            b_ = val
-                        else:
-                            c_ = val
-                reads = [x for x in (a_, b_) if x is not None]
-                clear = kw.get("clear_accum")
-                clear_val = self.expr(clear.value) if clear is not None else Const(False)
-                if c_ is not None and not (isinstance(clear_val, Const) and clear_val.value is True):
-                    reads.append(c_)
-                for a in args[3:]:
-                    reads.extend(self.accesses_in(a.value, ctx))
-                return Stmt(kind="gemm", op=fname, span=span, reads=tuple(reads),
-                            writes=tuple(x for x in (c_,) if x is not None), label=label)
-            if base in _FILL_OPS:
-                dst = self.access(args[0].value, ctx) if args else None
-                reads = tuple(a for x in args[1:] for a in self.accesses_in(x.value, ctx))
-                return Stmt(kind="fill", op=fname, span=span, reads=reads,
-                            writes=tuple(x for x in (dst,) if x is not None), label=label)
-            if base.startswith("reduce") or base in ("cumsum", "finalize_reducer"):
-                src = self.access(args[0].value, ctx) if args else None
-                dst = self.access(args[1].value, ctx) if len(args) > 1 else src
-                clear = kw.get("clear")
-                reads = [x for x in (src,) if x is not None]
-                if clear is not None and isinstance(self.expr(clear.value), Const) and \
-                        self.expr(clear.value).value is False and dst is not None:
-                    reads.append(dst)
-                return Stmt(kind="reduce", op=fname, span=span, reads=tuple(reads),
-                            writes=tuple(x for x in (dst,) if x is not None), label=label)
-            if base.startswith("atomic"):
-                dst = self.access(args[0].value, ctx) if args else None
-                reads = [a for x in args[1:] for a in self.accesses_in(x.value, ctx)]
-                if dst is not None:
-                    reads.append(dst)
-                return Stmt(kind="atomic", op=fname, span=span, reads=tuple(reads),
-                            writes=tuple(x for x in (dst,) if x is not None), label=label)
+            if self.aliases.ascend:
+                # The Ascend dialect (tilelang.ascend.language) is not in the
+                # operator table: its statements keep the name-based roles.
+                legacy = self._legacy_tile_stmt(fname, short, args, kw, span, label, ctx)
+                if legacy is not None:
+                    return legacy
+            elif "." not in short:
+                spec = ops_mod.lookup(short)
+                if spec is not None:
+                    stmt = self.op_stmt(spec, fname, call, span, label, ctx)
+                    if stmt is not None:
+                        return stmt
+                elif ops_mod.no_operands(short):
+                    return Stmt(kind="call", op=fname, span=span,
+                                reads=tuple(self.accesses_in(call, ctx)), label=label)
+        # Unknown roles: everything it mentions may be read, nothing is taken
+        # as written, and no error is based on it (Stmt.roles_known).
         reads = self.accesses_in(call, ctx)
         value = self.expr(call) if "." not in fname else None
         return Stmt(kind="call", op=fname, span=span, reads=tuple(reads), label=label,
-                    value=value)
+                    value=value, roles_known=False)
+
+    def op_stmt(self, spec, fname: str, call: cst.Call, span: Span, label: str,
+                ctx) -> Optional[Stmt]:
+        """A call of an operator of ``analysis/ops.py``: its arguments bound to
+        the parameter names as Python binds them, reads and writes from the
+        roles.  None when the call does not fit the signature (``*args``, an
+        unknown keyword, a missing operand): the caller treats it as unknown."""
+        if any(a.star for a in call.args):
+            return None
+        pos = [a.value for a in call.args if a.keyword is None]
+        kws = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+        bound = ops_mod.bind(spec, pos, kws)
+        if bound is None:
+            return None
+        # ``dst=None`` / ``mbar=None``: the parameter is not given.
+        bound = {k: v for k, v in bound.items()
+                 if not (isinstance(v, cst.Name) and v.value == "None")}
+        flag_value = None
+        if spec.clear is not None and spec.clear[1] in bound:
+            flag = self.expr(bound[spec.clear[1]])
+            if isinstance(flag, Const):
+                flag_value = flag.value
+        reads: List[Access] = []
+        writes: List[Access] = []
+        for p in spec.params:
+            node = bound.get(p.name)
+            if node is None:
+                continue
+            role = ops_mod.effective_role(spec, p, bound, flag_value)
+            if role == ops_mod.IGNORE:
+                continue
+            if role in (ops_mod.READ, ops_mod.WRITE, ops_mod.READWRITE):
+                acc = self.access(node, ctx)
+                if acc is None:
+                    # Not a buffer operand as written (an expression): what it
+                    # mentions is read.
+                    reads.extend(self.accesses_in(node, ctx))
+                    continue
+                if role != ops_mod.WRITE:
+                    reads.append(acc)
+                if role != ops_mod.READ:
+                    writes.append(acc)  # READWRITE: the same Access object in both
+                continue
+            reads.extend(self.accesses_in(node, ctx))  # VALUE, BARRIER
+        return Stmt(kind=spec.kind, op=fname, span=span, reads=tuple(reads),
+                    writes=tuple(writes), label=label)
+
+    def _legacy_tile_stmt(self, fname: str, short: str, args, kw, span: Span, label: str,
+                          ctx) -> Optional[Stmt]:
+        """Name-based operand roles, kept for the Ascend dialect only."""
+        base = short.split(".")[-1]
+        if base in _COPY_OPS or base.endswith("_copy") or base == "copy":
+            src = self.access(args[0].value, ctx) if args else None
+            dst = self.access(args[1].value, ctx) if len(args) > 1 else None
+            if dst is None and "dst" in kw:
+                dst = self.access(kw["dst"].value, ctx)
+            if src is None and "src" in kw:
+                src = self.access(kw["src"].value, ctx)
+            extra = [a for a in args[2:]]
+            reads = tuple(x for x in (src,) if x is not None)
+            for a in extra:
+                reads += tuple(self.accesses_in(a.value, ctx))
+            return Stmt(kind="copy", op=fname, span=span, reads=reads,
+                        writes=tuple(x for x in (dst,) if x is not None), label=label)
+        if any(g in base for g in _GEMM_OPS):
+            ops = [self.access(a.value, ctx) for a in args[:3]]
+            a_, b_, c_ = (ops + [None, None, None])[:3]
+            for key, pos in (("A", 0), ("B", 1), ("C", 2)):
+                if key in kw:
+                    val = self.access(kw[key].value, ctx)
+                    if pos == 0:
+                        a_ = val
+                    elif pos == 1:
+                        b_ = val
+                    else:
+                        c_ = val
+            reads = [x for x in (a_, b_) if x is not None]
+            clear = kw.get("clear_accum")
+            clear_val = self.expr(clear.value) if clear is not None else Const(False)
+            if c_ is not None and not (isinstance(clear_val, Const) and clear_val.value is True):
+                reads.append(c_)
+            for a in args[3:]:
+                reads.extend(self.accesses_in(a.value, ctx))
+            return Stmt(kind="gemm", op=fname, span=span, reads=tuple(reads),
+                        writes=tuple(x for x in (c_,) if x is not None), label=label)
+        if base in _FILL_OPS:
+            dst = self.access(args[0].value, ctx) if args else None
+            reads = tuple(a for x in args[1:] for a in self.accesses_in(x.value, ctx))
+            return Stmt(kind="fill", op=fname, span=span, reads=reads,
+                        writes=tuple(x for x in (dst,) if x is not None), label=label)
+        if base.startswith("reduce") or base in ("cumsum", "finalize_reducer"):
+            src = self.access(args[0].value, ctx) if args else None
+            dst = self.access(args[1].value, ctx) if len(args) > 1 else src
+            clear = kw.get("clear")
+            reads = [x for x in (src,) if x is not None]
+            if clear is not None and isinstance(self.expr(clear.value), Const) and \
+                    self.expr(clear.value).value is False and dst is not None:
+                reads.append(dst)
+            return Stmt(kind="reduce", op=fname, span=span, reads=tuple(reads),
+                        writes=tuple(x for x in (dst,) if x is not None), label=label)
+        if base.startswith("atomic"):
+            dst = self.access(args[0].value, ctx) if args else None
+            reads = [a for x in args[1:] for a in self.accesses_in(x.value, ctx)]
+            if dst is not None:
+                reads.append(dst)
+            return Stmt(kind="atomic", op=fname, span=span, reads=tuple(reads),
+                        writes=tuple(x for x in (dst,) if x is not None), label=label)
 
     def macro_call(self, macro: Macro, call: cst.Call, node, ctx) -> Stmt:
         """Inline a macro: its statements with parameters renamed to the arguments."""
@@ -1661,7 +1769,8 @@ def _rename(stmt: Stmt, mapping: Dict[str, str], span: Span,
                 reads=tuple(acc(a) for a in stmt.reads),
                 writes=tuple(acc(a) for a in stmt.writes),
                 label=stmt.label, children=children, loop=loop, target=stmt.target,
-                value=stmt.value, macro=stmt.macro, else_index=stmt.else_index)
+                value=stmt.value, macro=stmt.macro, else_index=stmt.else_index,
+                roles_known=stmt.roles_known)
 
 
 def _subst(e: Expr, mapping: Dict[str, Expr], depth: int = 0) -> Expr:
