@@ -51,6 +51,7 @@ INSTALL_HINT = ("the compiler is not installed: verification needs tilelang 0.1.
 VALIDATION = ("TL101", "TL102", "TL103", "TL104", "TL105", "TL107", "TL108", "TL112",
               "TL302", "TL303")
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+COULD_NOT = "could not verify:"
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,9 @@ class VerifyResult:
     notes: List[str] = field(default_factory=list)
     seconds: float = 0.0
     raw: Optional[dict] = None  # the worker's facts, for debugging and JSON output
+    # kernel name (or "<file>") -> why this environment cannot verify it (a
+    # module that is not installed, no GPU, ...): never TL910/TL911
+    unverified: Dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> Dict[str, object]:
         return {
@@ -103,6 +107,7 @@ class VerifyResult:
             "sync_code": [{"kernel": s.kernel, "loop_line": s.loop_line, "scope": s.scope,
                            "code": s.code} for s in self.sync_code],
             "notes": self.notes, "seconds": round(self.seconds, 3),
+            "unverified": dict(self.unverified),
         }
 
 
@@ -288,12 +293,19 @@ class VerifyWorker:
             resp = self.request({"op": "verify", "path": path, "source": source,
                                  "target": analysis.target, "kernels": kernels})
             if not resp.get("ok"):
-                return VerifyResult(path=path, target=target, ran=False, error=resp.get("error"),
+                err = resp.get("error")
+                if resp.get("missing"):
+                    err = f"{COULD_NOT} {err}"
+                return VerifyResult(path=path, target=target, ran=False, error=err,
                                     missing_compiler=bool(resp.get("missing")),
                                     seconds=time.perf_counter() - t0)
             facts = dict(resp.get("result") or {})
             facts["_source"] = source
             res = compare(analysis, facts, path)
+            imp = facts.get("import_error") or {}
+            if imp.get("environment"):  # the file cannot even be imported here
+                res.ran = False
+                res.error = f"{COULD_NOT} {imp['environment']}"
             res.seconds = time.perf_counter() - t0
             return res
         except Exception as exc:  # never take the caller (the server) down
@@ -337,6 +349,9 @@ def compare(analysis: Analysis, facts: dict, path: str) -> VerifyResult:
         return Span(line, indent, line, max(indent, len(text)))
 
     imp = facts.get("import_error")
+    if imp and imp.get("environment"):
+        res.unverified["<file>"] = str(imp["environment"])
+        return res
     if imp:
         line = imp.get("line")
         has_syntax = [d for d in analysis.diagnostics if d.code == "TL001"]
@@ -356,6 +371,13 @@ def compare(analysis: Analysis, facts: dict, path: str) -> VerifyResult:
         k = kfacts.get(name)
         if k is None:
             res.kernels.append(KernelCheck(name=name, lowered=False))
+            continue
+        if (k.get("error") or {}).get("environment"):
+            # the kernel could not be built here (its factory needs a GPU or a
+            # module that is not installed): nothing is known about it
+            res.unverified[name] = str(k["error"]["environment"])
+            res.kernels.append(KernelCheck(name=name, lowered=False,
+                                           instantiated=k.get("instantiated")))
             continue
         chk = KernelCheck(name=name, lowered=not k.get("error"), instantiated=k.get("instantiated"),
                           compiler_error=k.get("error"))
@@ -604,6 +626,9 @@ def render_text(res: VerifyResult, show_sync: bool) -> str:
     for d in res.diagnostics:
         out.append(f"{rel}:{d.span.line}:{d.span.col + 1}: {d.code} {d.message}")
     for k in res.kernels:
+        if k.name in res.unverified:
+            out.append(f"{rel}: {k.name}: {COULD_NOT} {res.unverified[k.name]}")
+            continue
         if not k.lowered and k.compiler_error is None:
             out.append(f"{rel}: {k.name}: not lowered (no module-level instance or callable factory)")
             continue
@@ -649,11 +674,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.format == "json":
         sys.stdout.write(json.dumps(res.to_json(), indent=2) + "\n")
     if not res.ran:
-        print(f"tilelint verify: error: {res.error}", file=sys.stderr)
+        why = res.error or "the compiler did not run"
+        if not why.startswith(COULD_NOT):
+            why = f"{COULD_NOT} {why}"
+        print(f"tilelint verify: {why}", file=sys.stderr)
         return EXIT_ERROR
     if args.format == "text":
         sys.stdout.write(render_text(res, args.show_sync))
-    return EXIT_FINDINGS if res.diagnostics else EXIT_OK
+    if res.diagnostics:
+        return EXIT_FINDINGS
+    if res.unverified:  # part of the file could not be verified in this environment
+        for name, why in res.unverified.items():
+            print(f"tilelint verify: {COULD_NOT} `{name}`: {why}", file=sys.stderr)
+        return EXIT_ERROR
+    return EXIT_OK
 
 
 if __name__ == "__main__":  # pragma: no cover

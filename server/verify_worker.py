@@ -568,6 +568,157 @@ def lower(c: Compiler, pf, target: str, configs: dict, path: str) -> dict:
 # --------------------------------------------------------------------------
 
 
+# --------------------------------------------------------------------------
+# kernels that tilelang would compile for the current device (@tilelang.jit,
+# tilelang.compile): take their prim_func, lower it for the requested target
+# --------------------------------------------------------------------------
+
+
+class NeedsDevice(RuntimeError):
+    """Raised by a kernel that verify only lowered, when the file tries to run it."""
+
+
+class UnknownValues(RuntimeError):
+    """A factory parameter the model has no value for: the kernel cannot be built."""
+
+
+class LoweredOnly:
+    """What ``tilelang.compile`` / ``JITImpl.compile`` return inside the verify
+    child: the prim_func (and the pass configs it was given), never a compiled
+    kernel.  Running it raises :class:`NeedsDevice`."""
+
+    def __init__(self, prim_func, pass_configs=None) -> None:
+        self.prim_func = prim_func
+        self.pass_configs = dict(pass_configs or {})
+
+    def __call__(self, *args, **kwargs):
+        raise NeedsDevice("the file runs a compiled kernel; tilelint verify only lowers "
+                          "(no GPU, no nvcc), so it cannot run kernels")
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise NeedsDevice(f"the file uses `.{name}` of a compiled kernel; tilelint verify only "
+                          "lowers (no GPU, no nvcc)")
+
+
+def _jit_classes() -> tuple:
+    out = []
+    try:
+        import importlib
+        out.append(importlib.import_module("tilelang.jit").JITImpl)
+    except Exception:
+        pass
+    return tuple(out)
+
+
+def as_jit(obj, depth: int = 0):
+    """The ``JITImpl`` behind obj (an autotune wrapper, an ``lru_cache``), or None."""
+    if obj is None or depth > 6:
+        return None
+    jits = _jit_classes()
+    if jits and isinstance(obj, jits):
+        return obj
+    inner = getattr(obj, "jit_impl", None)  # tilelang.autotuner's AutoTuneImpl
+    if inner is not None and jits and isinstance(inner, jits):
+        return inner
+    wrapped = getattr(obj, "__wrapped__", None) if not isinstance(obj, type) else None
+    if wrapped is not None and wrapped is not obj:
+        return as_jit(wrapped, depth + 1)
+    return None
+
+
+def lowering_only_compile() -> None:
+    """In the forked child: ``tilelang.compile`` and ``@tilelang.jit`` kernels
+    give their prim_func instead of compiling for the current device (which
+    needs a GPU).  The child dies with the request, so nothing leaks."""
+    import importlib
+
+    import tilelang
+    tjit = importlib.import_module("tilelang.jit")  # ``tilelang.jit`` the attribute is the decorator
+
+    def compile_(func=None, *args, **kwargs):
+        return LoweredOnly(func, kwargs.get("pass_configs"))
+
+    def jit_compile(self, *args, **kwargs):
+        return LoweredOnly(self.get_tir(*args, **kwargs), getattr(self, "pass_configs", None))
+
+    def jit_par_compile(self, configs, *args, **kwargs):
+        out = []
+        for cfg in configs:
+            pf = self.get_tir(*cfg) if isinstance(cfg, tuple) else self.get_tir(**cfg)
+            out.append(LoweredOnly(pf, getattr(self, "pass_configs", None)))
+        return out
+
+    for holder in (tilelang, tjit):
+        if hasattr(holder, "compile"):
+            setattr(holder, "compile", compile_)
+    if hasattr(tjit, "JITImpl"):
+        tjit.JITImpl.compile = jit_compile
+        tjit.JITImpl.par_compile = jit_par_compile
+
+
+CONSTEXPR_MISSING = re.compile(r"Cannot find value for constexpr variable `(\w+)`")
+PLACEHOLDER = 1024  # a problem size tilelint never needs (T.const); only the grid depends on it
+
+
+def jit_prim_func(jit, kwargs: dict) -> Tuple[object, dict, List[str]]:
+    """(prim_func, the kwargs used, names given a placeholder) of a JITImpl,
+    elaborated without compiling.  An eager-style kernel (``T.const("M N K")``)
+    needs values for its problem sizes: missing ones get PLACEHOLDER."""
+    try:
+        params = jit.signature.parameters
+        kw = {n: v for n, v in kwargs.items() if n in params}
+    except Exception:
+        kw = dict(kwargs)
+    placeholders: List[str] = []
+    for _ in range(32):
+        try:
+            return jit.get_tir(**kw), kw, placeholders
+        except ValueError as exc:
+            m = CONSTEXPR_MISSING.search(str(exc))
+            if not m or m.group(1) in kw:
+                raise
+            name = m.group(1)
+            kw[name] = kwargs.get(name, PLACEHOLDER)
+            if name not in kwargs:
+                placeholders.append(name)
+    return jit.get_tir(**kw), kw, placeholders
+
+
+# Errors of the environment, not of the kernel: verify says "could not verify".
+ENV_TEXT = re.compile(
+    r"No registered target detector|not compiled with CUDA|CUDA driver|no CUDA-capable|"
+    r"NVIDIA driver|\bnvcc\b|libcuda|nvrtc|\bNVML\b|cudaGetDevice|CUDA_HOME|CUDA error|"
+    r"torch\.cuda|cuda runtime|\bGPU\b|device-side|Found no NVIDIA|hipErrorNoDevice|"
+    r"ROCm|bisheng|torch_npu|cannot open shared object file", re.I)
+
+
+def environment_reason(exc: BaseException) -> Optional[str]:
+    """Why exc is a failure of this environment (a missing module, no GPU, ...),
+    or None when it is the file's own error."""
+    if isinstance(exc, (NeedsDevice, UnknownValues)):
+        return str(exc)
+    if isinstance(exc, ImportError):
+        name = getattr(exc, "name", None)
+        if isinstance(exc, ModuleNotFoundError) and name:
+            return f"the file needs the module `{name}`, which is not installed here"
+        return f"an import of the file fails here: {' '.join(str(exc).split())[:300]}"
+    text = " ".join(str(exc).split())
+    if ENV_TEXT.search(text) or ENV_TEXT.search(type(exc).__name__):
+        return f"the file needs a GPU or a device toolchain here: {type(exc).__name__}: {text[:300]}"
+    return None
+
+
+def describe_env(exc: BaseException, path: str) -> Dict[str, object]:
+    d = describe(exc, path)
+    why = environment_reason(exc)
+    if why:
+        line = d.get("line")
+        d["environment"] = why + (f" (line {line})" if line else "")
+    return d
+
+
 def load_module(path: str, source: str, serial: int) -> types.ModuleType:
     """Execute the user's file from ``source`` (the editor's text) as a module.
     linecache gets the same text so that TVMScript's inspect-based parser sees it
@@ -586,6 +737,75 @@ def load_module(path: str, source: str, serial: int) -> types.ModuleType:
     return mod
 
 
+def _symbol(pf, default: str) -> str:
+    try:
+        if pf.attrs and "global_symbol" in pf.attrs:
+            return str(pf.attrs["global_symbol"])
+    except Exception:
+        pass
+    return default
+
+
+def instantiate(c: Compiler, mod, k: dict) -> Tuple[object, Optional[str], dict]:
+    """(prim_func or None, how it was obtained, extra pass configs) for a
+    kernel the model found that has no module-level instance: the jit kernel
+    of that name, or its factory called with the model's bindings.  Raises
+    what the user's code raises."""
+    import inspect
+    PrimFunc = c.tirx.PrimFunc
+    name = k["name"]
+    bindings = dict(k.get("bindings") or {})
+
+    def from_jit(jit, label):
+        pf, kw, ph = jit_prim_func(jit, bindings)
+        how = f"`{label}.get_tir(" + ", ".join(f"{a}={v!r}" for a, v in kw.items()
+                                                if a not in ph) + ")`"
+        if ph:
+            how += f" ({', '.join(ph)}: placeholder {PLACEHOLDER}, problem sizes only)"
+        return pf, how, dict(getattr(jit, "pass_configs", None) or {})
+
+    # 1. a jit-style kernel: the module attribute of the kernel's own name
+    jit = as_jit(getattr(mod, name, None))
+    if jit is not None and not k.get("factory"):
+        return from_jit(jit, name)
+    fac = k.get("factory")
+    fn = getattr(mod, fac, None) if fac else None
+    if fn is None and jit is not None:
+        return from_jit(jit, name)
+    if not callable(fn):
+        return None, None, {}
+    # 2. a @tilelang.jit (or autotuned) factory: elaborate, never compile
+    jit = as_jit(fn)
+    if jit is not None:
+        return from_jit(jit, fac)
+    # 3. a plain factory
+    target_fn = inspect.unwrap(fn) if hasattr(fn, "__wrapped__") else fn
+    try:
+        params = inspect.signature(target_fn).parameters
+        kwargs = {n: v for n, v in bindings.items() if n in params}
+        missing = [n for n, p in params.items() if n not in kwargs
+                   and p.default is inspect.Parameter.empty
+                   and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    except (TypeError, ValueError):
+        kwargs, missing = {}, []
+    if missing:
+        raise UnknownValues(f"tilelint has no value for {', '.join(missing)} of `{fac}` "
+                            "(give them with --bind NAME=VALUE or `# tilelint: bind`)")
+    made = fn(**kwargs)
+    how = f"`{fac}(" + ", ".join(f"{a}={v!r}" for a, v in kwargs.items()) + ")`"
+    extra: dict = {}
+    if isinstance(made, LoweredOnly):
+        extra = made.pass_configs
+        made = made.prim_func
+    inner = as_jit(made)
+    if inner is not None:
+        pf, how2, extra = from_jit(inner, f"{fac}(...)")
+        return pf, how + " then " + how2, extra
+    if isinstance(made, PrimFunc):
+        return made, how, extra
+    return None, None, {}
+
+
 def serve(c: Compiler, req: dict) -> dict:
     path = os.path.abspath(req.get("path") or "<verify>.py")
     source = req.get("source")
@@ -595,9 +815,13 @@ def serve(c: Compiler, req: dict) -> dict:
     target = str(req.get("target") or "sm_80")
     result = {"path": path, "target": target, "import_error": None, "kernels": {}, "notes": []}
     try:
+        lowering_only_compile()
+    except Exception as exc:  # an unexpected tilelang layout: jit kernels then compile as usual
+        result["notes"].append(f"could not intercept tilelang.compile: {type(exc).__name__}: {exc}")
+    try:
         mod = load_module(path, source, int(req.get("id") or 0))
     except BaseException as exc:  # SystemExit / KeyboardInterrupt from user code too
-        result["import_error"] = describe(exc, path)
+        result["import_error"] = describe_env(exc, path)
         return result
     configs = getattr(mod, "PASS_CONFIGS", None) or getattr(mod, "pass_configs", None) or {}
     if not isinstance(configs, dict):
@@ -605,15 +829,13 @@ def serve(c: Compiler, req: dict) -> dict:
     PrimFunc = c.tirx.PrimFunc
     by_name: Dict[str, list] = {}
     for var, val in list(vars(mod).items()):
+        extra: dict = {}
+        if isinstance(val, LoweredOnly):  # kernel = tilelang.compile(...) / jit_factory(...)
+            extra, val = val.pass_configs, val.prim_func
         if isinstance(val, PrimFunc):
-            sym = None
-            try:
-                sym = str(val.attrs["global_symbol"]) if val.attrs and "global_symbol" in val.attrs else None
-            except Exception:
-                sym = None
-            lst = by_name.setdefault(sym or var, [])
-            if not any(x.same_as(val) for _, x in lst):
-                lst.append((var, val))
+            lst = by_name.setdefault(_symbol(val, var), [])
+            if not any(x.same_as(val) for _, x, _ in lst):
+                lst.append((var, val, extra))
     wanted = req.get("kernels")
     if wanted is None:
         wanted = [{"name": n} for n in by_name]
@@ -622,26 +844,19 @@ def serve(c: Compiler, req: dict) -> dict:
         found = by_name.get(name) or []
         how = f"module-level `{found[0][0]}`" if found else None
         pf = found[0][1] if found else None
-        if pf is None and k.get("factory"):
-            fn = getattr(mod, k["factory"], None)
-            if callable(fn):
-                kwargs = dict(k.get("bindings") or {})
-                try:
-                    import inspect
-                    params = inspect.signature(fn).parameters
-                    kwargs = {n: v for n, v in kwargs.items() if n in params}
-                    made = fn(**kwargs)
-                    if isinstance(made, PrimFunc):
-                        pf = made
-                        how = f"`{k['factory']}(" + ", ".join(f"{a}={v!r}" for a, v in kwargs.items()) + ")`"
-                except BaseException as exc:
-                    result["kernels"][name] = {"error": describe(exc, path), "instantiated": "factory call"}
-                    continue
+        extra = dict(found[0][2]) if found else {}
+        if pf is None:
+            try:
+                pf, how, extra = instantiate(c, mod, k)
+            except BaseException as exc:
+                result["kernels"][name] = {"error": describe_env(exc, path),
+                                           "instantiated": "factory call"}
+                continue
         if pf is None:
             result["notes"].append(f"`{name}`: no module-level instance and no factory to call; not lowered")
             continue
         try:
-            facts = lower(c, pf, target, configs, path)
+            facts = lower(c, pf, target, {**configs, **extra}, path)
         except Exception as exc:
             facts = {"error": describe(exc, path), "worker_error": traceback.format_exc(limit=5)}
         facts["instantiated"] = how
