@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from .config import (
-    Config, ConfigCache, ConfigError, DEFAULT_EXCLUDE, Matcher, compile_pattern, parse_binding,
-    read_ignore_file,
+    Config, ConfigCache, ConfigError, DEFAULT_EXCLUDE, Matcher, check_codes, check_target,
+    compile_pattern, read_ignore_file,
 )
 
 EXIT_OK = 0
@@ -298,18 +298,133 @@ def _split_list(values: Optional[Sequence[str]]) -> List[str]:
     return out
 
 
+PYTHON_SUFFIXES = (".py", ".pyi")
+
+
+def is_python_file(path: str) -> bool:
+    """A ``.py``/``.pyi`` file, or a script whose first line is a Python
+    shebang (pre-commit's ``types: [python]`` passes those too)."""
+    if path.endswith(PYTHON_SUFFIXES):
+        return True
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(256)
+    except OSError:
+        return False
+    return first.startswith(b"#!") and b"python" in first
+
+
+def path_problem(path: str, *, directory_ok: bool = True) -> Optional[str]:
+    """Why an explicitly named path cannot be checked (``"PATH: reason"``), or
+    None: it does not exist, cannot be read, or is a file that is not Python."""
+    if not os.path.exists(path):
+        if os.path.islink(path):
+            return f"{path}: broken symbolic link"
+        return f"{path}: no such file or directory"
+    if os.path.isdir(path):
+        if not directory_ok:
+            return f"{path}: is a directory (give one Python file)"
+        try:
+            with os.scandir(path):
+                pass
+        except OSError as exc:
+            return f"{path}: cannot read directory: {exc.strerror or exc}"
+        return None
+    if not os.path.isfile(path):
+        return f"{path}: not a regular file"
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        return f"{path}: cannot read: {exc.strerror or exc}"
+    if not is_python_file(path):
+        return (f"{path}: not a Python file (tilelint reads .py and .pyi files; for other "
+                f"text use `tilelint check --stdin-filename NAME.py < {path}`)")
+    return None
+
+
 def _load_configs(args) -> ConfigCache:
     return ConfigCache(explicit=args.config, isolated=args.isolated)
 
 
+# A bare word after ``--bind NAME=`` is taken as a string (``dtype=float16``),
+# so that the shell's quotes are not needed for dtype names.
+_BARE_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
+_BIND_SCALARS = (bool, int, float, str, type(None))
+
+
+def _unbindable(value: object, depth: int = 0) -> Optional[str]:
+    """None for a number, a string, True/False/None or a (nested) tuple/list
+    of them; else the name of the first type that is none of these."""
+    if isinstance(value, _BIND_SCALARS):
+        return None
+    if isinstance(value, (tuple, list)):
+        if depth >= 4:
+            return f"{type(value).__name__} nested more than 4 deep"
+        for v in value:
+            bad = _unbindable(v, depth + 1)
+            if bad:
+                return bad
+        return None
+    return type(value).__name__
+
+
+def _freeze(value: object) -> object:
+    return tuple(_freeze(v) for v in value) if isinstance(value, (list, tuple)) else value
+
+
+def parse_bind(text: str) -> Tuple[str, object]:
+    """``--bind NAME=VALUE`` → (name, value).  VALUE is a Python literal: a
+    number, a string, True/False/None, or a tuple/list of them; a bare word
+    (``float16``) is a string.  Anything else is a usage error."""
+    import ast
+
+    name, sep, raw = text.partition("=")
+    name = name.strip()
+    if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        raise UsageError(f"--bind expects NAME=VALUE with NAME a Python identifier, got {text!r}")
+    raw = raw.strip()
+    if not raw:
+        raise UsageError(f"--bind {name}=: missing value (e.g. --bind {name}=3)")
+    try:
+        value = ast.literal_eval(raw)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        if _BARE_WORD.match(raw):
+            return name, raw
+        raise UsageError(f"--bind {name}={raw}: the value is not a Python literal (give a "
+                         f"number, a quoted string, True/False/None, or a tuple/list of "
+                         f"them)") from None
+    bad = _unbindable(value)
+    if bad:
+        raise UsageError(f"--bind {name}={raw}: a {bad} cannot be bound (give a number, a "
+                         f"string, True/False/None, or a tuple/list of them)")
+    return name, _freeze(value)
+
+
+def _codes_arg(values: Sequence[str], flag: str) -> List[str]:
+    """Codes given on the command line: each must be, or start, a registered code."""
+    try:
+        return check_codes(list(values), flag)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def _overrides(args) -> Dict[str, object]:
     targets = _split_list(args.target) + _split_list(args.targets)
-    bindings = [parse_binding(b) for b in (args.bind or ())]
+    for t in targets:
+        try:
+            check_target(t, "--target")
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
+    select = _codes_arg(_split_list(args.select), "--select") if args.select is not None else None
+    extend_select = _codes_arg(_split_list(args.extend_select), "--extend-select")
+    ignore = _codes_arg(_split_list(args.ignore), "--ignore")
+    bindings = [parse_bind(b) for b in (args.bind or ())]
     return dict(
         targets=targets or None,
-        select=_split_list(args.select) if args.select is not None else None,
-        extend_select=_split_list(args.extend_select),
-        ignore=_split_list(args.ignore),
+        select=select,
+        extend_select=extend_select,
+        ignore=ignore,
         bindings=bindings,
         all_bindings=True if args.all_bindings else None,
     )
@@ -323,10 +438,15 @@ def cmd_check(args) -> int:
     paths = args.paths or ["."]
     if args.stdin_filename is not None or paths == ["-"]:
         return _check_stdin(args, configs, overrides)
+    problems = [msg for msg in (path_problem(p) for p in paths) if msg]
+    if problems:
+        for msg in problems:
+            print(f"tilelint: error: {msg}", file=sys.stderr)
+        return EXIT_ERROR
     disc = Discovery(configs, respect_gitignore=not args.no_respect_gitignore,
                      extra_exclude=_split_list(args.exclude))
     files, missing = disc.files(paths)
-    if missing:
+    if missing:  # removed since path_problem looked
         for m in missing:
             print(f"tilelint: error: {m}: no such file or directory", file=sys.stderr)
         return EXIT_ERROR
@@ -482,6 +602,10 @@ def cmd_explain(args) -> int:
     from tilelint.analysis import analyze, render
 
     path = args.file
+    problem = path_problem(path, directory_ok=False)
+    if problem:
+        print(f"tilelint: error: {problem}", file=sys.stderr)
+        return EXIT_ERROR
     try:
         with open(path, "rb") as f:
             data = f.read()

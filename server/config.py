@@ -346,8 +346,19 @@ def check_codes(value: object, key: str) -> List[str]:
     for v in value:
         if not isinstance(v, str) or not _CODE_RX.match(v.strip().upper()):
             raise ConfigError(f"`{key}`: {v!r} is not a rule code or prefix (like \"TL101\" or \"TL1\")")
-        out.append(v.strip().upper())
+        code = v.strip().upper()
+        if not _is_known_code(code):
+            raise ConfigError(f"`{key}`: unknown rule code {v!r}: no rule is {code} or starts "
+                              f"with it (`tilelint rule --all` lists them)")
+        out.append(code)
     return out
+
+
+def _is_known_code(code: str) -> bool:
+    """Whether a registered rule's code is ``code`` or starts with it."""
+    from tilelint.analysis.rules import RULES
+
+    return any(r.code.startswith(code) for r in RULES)
 
 
 def _check_bool(value: object, key: str) -> bool:

@@ -21,7 +21,6 @@ from tilelint.analysis.model import Diagnostic, Fix, Related, Span
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SARIF_VERSION = "2.1.0"
-TOOL_URI = "https://github.com/tilelint/tilelint"
 
 # Severities that make ``tilelint check`` exit 1.
 FAILING = ("error", "warning")
@@ -401,7 +400,6 @@ def format_sarif(findings: Sequence[Finding], rules: Sequence[Mapping[str, objec
             "name": "tilelint",
             "version": version,
             "semanticVersion": version,
-            "informationUri": TOOL_URI,
             "rules": rule_list,
         }},
         "originalUriBaseIds": {"%SRCROOT%": {"uri": base}},

@@ -4,6 +4,14 @@ the rule registry (``tilelint.analysis.rules``), and the help URI of each code.
 ``python -m tilelint.server.ruledocs`` rewrites ``docs/rules/``;
 ``python -m tilelint.server.ruledocs --check`` exits 1 if a page is stale.
 
+The pages ship with tilelint: the wheel carries ``docs/rules/*.md`` as
+``tilelint/server/rules/`` (package data, see ``pyproject.toml``), and a
+checkout (``pip install -e .``) reads ``docs/rules/`` itself.  The help URI of
+a code is the ``file://`` URI of the installed page, so every link tilelint
+emits (LSP ``codeDescription``, JSON ``url``, SARIF ``helpUri``) points at a
+file that exists on the machine that produced it.  ``TILELINT_DOCS_URL``
+points the links at a copy of the pages you host yourself instead.
+
 The registry's examples are either whole files (they import tilelang) or a
 ``for ... in T.Pipelined(...)`` snippet; a snippet is run inside a small GEMM
 kernel skeleton (``runnable_example``) so that tests can check that the bad
@@ -20,26 +28,53 @@ import textwrap
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence
 
-# The pages live in the repository under docs/rules/; the help URI of a code
-# is DOCS_BASE_URL + "<code>.md".  Set TILELINT_DOCS_URL to point elsewhere
-# (a fork, a docs site).
-DOCS_BASE_URL = "https://github.com/tilelint/tilelint/blob/main/docs/rules/"
 DOCS_RELATIVE_DIR = "docs/rules"
 
+# Installed from a wheel: the pages are package data next to this module.
+PACKAGED_DOCS = Path(__file__).resolve().parent / "rules"
+# A checkout (editable install): the repository's docs/rules/.
 _REPO_DOCS = Path(__file__).resolve().parent.parent / "docs" / "rules"
 
 _SEVERITY_WORD = {"error": "error", "warning": "warning", "information": "information",
                   "hint": "hint"}
 
 
-def base_url() -> str:
-    url = os.environ.get("TILELINT_DOCS_URL") or DOCS_BASE_URL
+def docs_dir() -> Optional[Path]:
+    """The directory of the installed rule pages, or None if there is none."""
+    for d in (PACKAGED_DOCS, _REPO_DOCS):
+        if (d / "README.md").is_file():
+            return d
+    return None
+
+
+def rule_page(code: str) -> Optional[Path]:
+    """The installed page of a code, or None (an unregistered code, or pages
+    missing from this installation)."""
+    d = docs_dir()
+    if d is None or not re.fullmatch(r"[A-Za-z]+[0-9]+", code):
+        return None
+    p = d / f"{code.upper()}.md"
+    return p if p.is_file() else None
+
+
+def base_url() -> Optional[str]:
+    """``TILELINT_DOCS_URL`` (with a trailing slash), or None when unset."""
+    url = os.environ.get("TILELINT_DOCS_URL")
+    if not url:
+        return None
     return url if url.endswith("/") else url + "/"
 
 
-def rule_url(code: str) -> str:
-    """The help URI of a code (used by SARIF output and the language server)."""
-    return f"{base_url()}{code.upper()}.md"
+def rule_url(code: str) -> Optional[str]:
+    """The help URI of a code (LSP ``codeDescription``, JSON ``url``, SARIF
+    ``helpUri``): under ``TILELINT_DOCS_URL`` when it is set, else the
+    ``file://`` URI of the installed page; None when there is no page, so
+    that no link points at something that does not exist."""
+    base = base_url()
+    if base is not None:
+        return f"{base}{code.upper()}.md" if get_rule(code) is not None else None
+    page = rule_page(code)
+    return page.as_uri() if page is not None else None
 
 
 def rule_path(code: str) -> str:
@@ -79,7 +114,9 @@ def rule_dict(rule: object) -> Dict[str, object]:
         "code", "name", "severity", "summary", "what", "why", "bad_example", "good_example", "fix")}
     out["help"] = terminal_text(rule)
     out["help_markdown"] = markdown(rule)
-    out["url"] = rule_url(code)
+    url = rule_url(code)
+    if url:
+        out["url"] = url
     return out
 
 
@@ -228,7 +265,10 @@ def terminal_text(rule: object) -> str:
             out += [f"{title}:", textwrap.indent(t.rstrip("\n"), "    "), ""]
     if getattr(rule, "fix", ""):
         out += ["How to fix:", wrap(getattr(rule, "fix"), "  "), ""]
-    out.append(f"More: {rule_url(code)}")
+    page = rule_page(code)
+    more = base_url() and rule_url(code) or (str(page) if page is not None else None)
+    if more:
+        out.append(f"More: {more}")
     return "\n".join(out) + "\n"
 
 

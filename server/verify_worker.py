@@ -44,7 +44,7 @@ import sys
 import time
 import traceback
 import types
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 # Passes whose output the worker reads.
 PASS_WS = "tl.ProducerConsumerWarpSpecialized"
@@ -719,15 +719,26 @@ def describe_env(exc: BaseException, path: str) -> Dict[str, object]:
     return d
 
 
-def load_module(path: str, source: str, serial: int) -> types.ModuleType:
+def load_module(path: str, source: str, serial: int, module_name: Optional[str] = None,
+                extra_path: Sequence[str] = ()) -> types.ModuleType:
     """Execute the user's file from ``source`` (the editor's text) as a module.
     linecache gets the same text so that TVMScript's inspect-based parser sees it
-    and spans point into it."""
+    and spans point into it.  ``module_name`` (``pkg.sub.mod``) lets relative
+    imports work; ``extra_path`` is appended to ``sys.path`` (after the
+    installed packages, so a checkout of tilelang never shadows the real one)."""
     lines = source.splitlines(keepends=True)
     linecache.cache[path] = (len(source), None, lines, path)
-    name = f"_tilelint_verify_{serial}"
+    for p in extra_path:
+        if p and p not in sys.path:
+            sys.path.append(p)
+    name = module_name or f"_tilelint_verify_{serial}"
     mod = types.ModuleType(name)
     mod.__file__ = path
+    if module_name and "." in module_name:
+        import importlib
+        parent = module_name.rpartition(".")[0]
+        mod.__package__ = parent
+        importlib.import_module(parent)
     sys.modules[name] = mod
     here = os.path.dirname(path)
     if here and here not in sys.path:
@@ -819,7 +830,8 @@ def serve(c: Compiler, req: dict) -> dict:
     except Exception as exc:  # an unexpected tilelang layout: jit kernels then compile as usual
         result["notes"].append(f"could not intercept tilelang.compile: {type(exc).__name__}: {exc}")
     try:
-        mod = load_module(path, source, int(req.get("id") or 0))
+        mod = load_module(path, source, int(req.get("id") or 0), req.get("module_name"),
+                          req.get("sys_path") or ())
     except BaseException as exc:  # SystemExit / KeyboardInterrupt from user code too
         result["import_error"] = describe_env(exc, path)
         return result
@@ -841,7 +853,8 @@ def serve(c: Compiler, req: dict) -> dict:
         wanted = [{"name": n} for n in by_name]
     for k in wanted:
         name = k["name"]
-        found = by_name.get(name) or []
+        key = str(k.get("key") or name)  # several instances of one kernel: distinct keys
+        found = [] if k.get("prefer_factory") and k.get("factory") else by_name.get(name) or []
         how = f"module-level `{found[0][0]}`" if found else None
         pf = found[0][1] if found else None
         extra = dict(found[0][2]) if found else {}
@@ -849,8 +862,8 @@ def serve(c: Compiler, req: dict) -> dict:
             try:
                 pf, how, extra = instantiate(c, mod, k)
             except BaseException as exc:
-                result["kernels"][name] = {"error": describe_env(exc, path),
-                                           "instantiated": "factory call"}
+                result["kernels"][key] = {"error": describe_env(exc, path),
+                                          "instantiated": "factory call"}
                 continue
         if pf is None:
             result["notes"].append(f"`{name}`: no module-level instance and no factory to call; not lowered")
@@ -860,7 +873,7 @@ def serve(c: Compiler, req: dict) -> dict:
         except Exception as exc:
             facts = {"error": describe(exc, path), "worker_error": traceback.format_exc(limit=5)}
         facts["instantiated"] = how
-        result["kernels"][name] = facts
+        result["kernels"][key] = facts
     return result
 
 

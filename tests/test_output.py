@@ -196,3 +196,31 @@ def test_sarif_schema_rejects_broken_document():
     import jsonschema
     schema = _sarif_schema()
     assert list(jsonschema.validators.validator_for(schema)(schema).iter_errors(doc))
+
+
+def test_no_link_when_a_rule_has_no_page():
+    """A code without a page gets no ``url`` / ``helpUri`` rather than a link
+    to nowhere, and the SARIF driver names no informationUri (tilelint has no
+    public site)."""
+    f = finding(code="TL999")
+    data = json.loads(output.format_json([f], url_for=lambda c: None))
+    assert "url" not in data[0]
+    doc = json.loads(output.format_sarif([f], RULES, url_for=lambda c: None, version="0.1.0"))
+    driver = doc["runs"][0]["tool"]["driver"]
+    assert "informationUri" not in driver
+    assert all("helpUri" not in r for r in driver["rules"])
+    _validate(doc)
+
+
+def test_json_and_sarif_link_the_same_page():
+    """Both formats take the link from the same function (ruledocs.rule_url in
+    the CLI): the JSON ``url`` of a finding is its rule's SARIF ``helpUri``."""
+    def url_for(code):
+        return f"file:///opt/tilelint/rules/{code}.md" if code == "TL101" else None
+    fs = [finding(), finding(code="TL203", severity="information")]
+    data = json.loads(output.format_json(fs, url_for=url_for))
+    doc = json.loads(output.format_sarif(fs, RULES, url_for=url_for, version="0.1.0"))
+    help_uri = {r["id"]: r.get("helpUri") for r in doc["runs"][0]["tool"]["driver"]["rules"]}
+    assert [d.get("url") for d in data] == [help_uri["TL101"], help_uri["TL203"]]
+    assert help_uri == {"TL101": "file:///opt/tilelint/rules/TL101.md", "TL203": None}
+    _validate(doc)

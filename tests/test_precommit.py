@@ -40,7 +40,7 @@ def _git(cwd, *args):
 
 def _copy_tree(dst: Path) -> None:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "node_modules")
-    for name in ("analysis", "server"):
+    for name in ("analysis", "server", "docs/rules"):  # docs/rules: package data
         shutil.copytree(REPO / name, dst / name, ignore=ignore)
     for name in ("pyproject.toml", ".pre-commit-hooks.yaml", "README.md", "LICENSE"):
         if (REPO / name).is_file():
@@ -49,11 +49,26 @@ def _copy_tree(dst: Path) -> None:
         (dst / "README.md").write_text("tilelint\n")
 
 
-def _pre_commit(cwd: Path, home: Path):
+def _pre_commit(cwd: Path, home: Path, *args: str):
     env = dict(os.environ, PRE_COMMIT_HOME=str(home), PRE_COMMIT_COLOR="never")
     env.pop("VIRTUAL_ENV", None)
-    return subprocess.run([sys.executable, "-m", "pre_commit", "run", "--all-files"],
+    return subprocess.run([sys.executable, "-m", "pre_commit", *(args or ("run", "--all-files"))],
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+
+
+def readme_snippet() -> str:
+    """The ``.pre-commit-config.yaml`` the README gives."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    start = text.index("**pre-commit.**")
+    block = text[text.index("```yaml\n", start) + len("```yaml\n"):]
+    return block[:block.index("```")]
+
+
+def test_readme_snippet_has_a_rev():
+    yaml = pytest.importorskip("yaml")
+    (repo,) = yaml.safe_load(readme_snippet())["repos"]
+    assert repo["rev"] and repo["hooks"] == [{"id": "tilelint"}]
+    assert "tilelint/tilelint" not in repo["repo"]
 
 
 def test_pre_commit_hook_fails_on_bad_kernel_and_passes_on_clean(tmp_path):
@@ -71,13 +86,25 @@ def test_pre_commit_hook_fails_on_bad_kernel_and_passes_on_clean(tmp_path):
     proj = tmp_path / "proj"
     proj.mkdir()
     _git(proj, "init", "-q")
-    (proj / ".pre-commit-config.yaml").write_text(
-        f"repos:\n  - repo: {hook_repo}\n    rev: {rev}\n    hooks:\n      - id: tilelint\n")
+    # The README's snippet, pointed at the hook repository; its placeholder rev
+    # is filled in by `pre-commit autoupdate`, as the README says.
+    snippet = readme_snippet()
+    assert "/path/to/tilelint" in snippet
+    (proj / ".pre-commit-config.yaml").write_text(snippet.replace("/path/to/tilelint",
+                                                                  str(hook_repo)))
+    home = tmp_path / "pre-commit-home"
+    up = _pre_commit(proj, home, "autoupdate")
+    assert up.returncode == 0, up.stdout + up.stderr
+    assert f"rev: {rev}" in (proj / ".pre-commit-config.yaml").read_text()
     shutil.copy2(EXAMPLES / "smem_overflow_sm80.py", proj / "kernel.py")
     (proj / "notes.txt").write_text("not python\n")
+    # pre-commit's `types: [python]` also passes an executable script with a
+    # Python shebang; tilelint must take it (not a usage error).
+    script = proj / "run_kernel"
+    script.write_text("#!/usr/bin/env python3\nprint('no kernels here')\n")
+    script.chmod(0o755)
     _git(proj, "add", "-A")
 
-    home = tmp_path / "pre-commit-home"
     bad = _pre_commit(proj, home)
     out = bad.stdout + bad.stderr
     assert bad.returncode == 1, out

@@ -43,14 +43,88 @@ def test_page_content_comes_from_the_registry():
         assert part.strip() in page
 
 
-def test_rule_url():
-    assert ruledocs.rule_url("tl101") == ruledocs.DOCS_BASE_URL + "TL101.md"
+def test_rule_url_is_the_installed_page(monkeypatch):
+    """tilelint has no public site: a rule links to its page as installed
+    (here, a checkout: docs/rules/), a file that exists and is current."""
+    monkeypatch.delenv("TILELINT_DOCS_URL", raising=False)
+    page = ruledocs.rule_page("tl101")
+    assert page is not None and page.is_file()
+    assert page.read_text(encoding="utf-8") == ruledocs.expected_pages()["TL101.md"]
+    url = ruledocs.rule_url("tl101")
+    assert url == page.as_uri() and url.startswith("file://")
     assert ruledocs.rule_path("TL101") == "docs/rules/TL101.md"
+    # No page, no link.
+    assert ruledocs.rule_url("TL999") is None and ruledocs.rule_page("TL999") is None
+    assert ruledocs.rule_url("../README") is None
+    assert "url" not in ruledocs.rule_dict(type("R", (), {"code": "TL999"})())
 
 
 def test_rule_url_configurable(monkeypatch):
     monkeypatch.setenv("TILELINT_DOCS_URL", "https://example.org/rules")
     assert ruledocs.rule_url("TL201") == "https://example.org/rules/TL201.md"
+    assert ruledocs.rule_url("TL999") is None
+
+
+def test_no_link_to_a_site_that_does_not_exist():
+    """No tilelint source names the never-published tilelint/tilelint repository."""
+    root = DOCS.parent.parent
+    files = [*root.glob("server/**/*.py"), *root.glob("editors/**/*.ts"),
+             *root.glob("editors/**/*.lua"), *root.glob("editors/**/*.md"),
+             root / "editors/vscode/package.json", root / "README.md"]
+    hits = [str(f.relative_to(root)) for f in files
+            if f.is_file() and "tilelint/tilelint" in f.read_text(encoding="utf-8")]
+    assert hits == []
+
+
+def test_wheel_ships_the_rule_pages_and_links_to_them(tmp_path):
+    """``pip install`` puts docs/rules/*.md into site-packages
+    (tilelint/server/rules/) and every output links to that copy."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import zipfile
+
+    root = DOCS.parent.parent
+    wheel_dir = tmp_path / "wheel"
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                           "-q", "-w", str(wheel_dir), str(root)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.fail(f"pip wheel failed:\n{proc.stderr[-2000:]}")
+    (wheel,) = wheel_dir.glob("tilelint-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for r in RULES:
+        assert f"tilelint/server/rules/{r.code}.md" in names, r.code
+    assert "tilelint/server/rules/README.md" in names
+    assert "tilelint/server/lsp/convert.py" in names  # the language server ships too
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
+                    str(site), str(wheel)], check=True, capture_output=True)
+    env = {k: v for k, v in os.environ.items() if k != "TILELINT_DOCS_URL"}
+    env["PYTHONPATH"] = str(site)
+    installed = site / "tilelint" / "server" / "rules" / "TL201.md"
+    assert installed.read_text(encoding="utf-8") == (DOCS / "TL201.md").read_text(encoding="utf-8")
+
+    def cli(*argv):
+        return subprocess.run([sys.executable, "-c",
+                               "import sys; from tilelint.server.cli import main; "
+                               "sys.exit(main(sys.argv[1:]))", *argv],
+                              capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+
+    example = str(root / "examples" / "smem_overflow_sm80.py")
+    out = cli("check", example, "--format", "json")
+    assert out.returncode == 1, out.stderr
+    tl201 = [f for f in json.loads(out.stdout) if f["code"] == "TL201"]
+    assert tl201 and tl201[0]["url"] == installed.as_uri()
+    out = cli("check", example, "--format", "sarif")
+    rules = json.loads(out.stdout)["runs"][0]["tool"]["driver"]["rules"]
+    assert [r["helpUri"] for r in rules if r["id"] == "TL201"] == [installed.as_uri()]
+    out = cli("rule", "TL201")
+    assert out.returncode == 0 and f"More: {installed}" in out.stdout
+    lsp = subprocess.run([sys.executable, "-c", "from tilelint.server.lsp.convert import rule_url; "
+                          "print(rule_url('TL201'))"], capture_output=True, text=True, env=env,
+                         cwd=tmp_path, timeout=120)
+    assert lsp.stdout.strip() == installed.as_uri(), lsp.stderr
 
 
 def _codes(example: str, target: str):

@@ -32,11 +32,10 @@ try:  # the CLI helper's module, once it exists
 except Exception:  # pragma: no cover - depends on what has landed
     _ruledocs_url = None
 
-_FALLBACK_BASE = "https://github.com/tilelint/tilelint/blob/main/docs/rules/"
-
-
-def rule_url(code: str) -> str:
-    """The documentation page of a rule (``codeDescription.href``)."""
+def rule_url(code: str) -> Optional[str]:
+    """The documentation page of a rule (``codeDescription.href``): the
+    installed page's file URI, or None when there is none (then the
+    diagnostic carries no ``codeDescription``)."""
     if _ruledocs_url is not None:
         try:
             url = _ruledocs_url(code)
@@ -44,7 +43,7 @@ def rule_url(code: str) -> str:
                 return str(url)
         except Exception:
             pass
-    return f"{_FALLBACK_BASE}{code}.md"
+    return None
 
 
 # --------------------------------------------------------------------------
@@ -215,12 +214,13 @@ def diagnostic(d: Diagnostic, uri: str, lines: Sequence[str], encoding: str,
     data: Dict[str, Any] = {"code": d.code, "fixes": [fix_data(f, lines, encoding) for f in d.fixes]}
     if d.kernel:
         data["kernel"] = d.kernel
+    href = rule_url(d.code)
     return lsp.Diagnostic(
         range=span_to_range(d.span, lines, encoding),
         message=message,
         severity=severity(d.severity),
         code=d.code,
-        code_description=lsp.CodeDescription(href=rule_url(d.code)),
+        code_description=lsp.CodeDescription(href=href) if href else None,
         source=SOURCE,
         related_information=related or None,
         tags=[lsp.DiagnosticTag.Unnecessary] if d.code in _UNNECESSARY else None,

@@ -140,7 +140,8 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
   } catch (err) {
     const msg =
       `tilelint: could not start the language server with "${launch.command}" (from ${launch.source}). ` +
-      `Install tilelint in that environment (pip install tilelint) or set tilelint.path.`;
+      `tilelint is not on PyPI: install it into that environment from a checkout of its repository ` +
+      `(pip install /path/to/tilelint) or set tilelint.path.`;
     output?.appendLine(`${msg}\n${err}`);
     void vscode.window.showErrorMessage(msg, "Show Output").then((choice) => {
       if (choice) {

@@ -71,8 +71,9 @@ end
 function M.setup(opts)
   local cfg = M.config(opts)
   if vim.fn.executable(cfg.cmd[1]) ~= 1 then
-    vim.notify("tilelint: '" .. cfg.cmd[1] .. "' is not executable; install tilelint "
-      .. "(pip install tilelint) or pass cmd = {...} to setup()", vim.log.levels.WARN)
+    vim.notify("tilelint: '" .. cfg.cmd[1] .. "' is not executable; install tilelint from "
+      .. "a checkout (pip install /path/to/tilelint) or pass cmd = {...} to setup()",
+      vim.log.levels.WARN)
   end
   if vim.lsp.config and vim.lsp.enable then
     -- Neovim 0.11+
