@@ -204,6 +204,11 @@ class Stmt:
     # The ``with T.*(...)`` scopes the statement sits in, outermost first, as
     # callee names (``T.SimtVF``, ``T.Stage``); ``with`` bodies count inline.
     scope: Tuple[str, ...] = ()
+    # False for a call whose operand roles are not known (a ``T.*`` name that
+    # is not in ``analysis/ops.py``, a helper from another module): its reads
+    # are every buffer it mentions, it writes nothing, and no error is ever
+    # based on it.
+    roles_known: bool = True
 
 
 @dataclass(frozen=True)
