@@ -1,6 +1,10 @@
 """How much of a tree of real kernel files tilelint resolves statically.
 
-    python bench/coverage.py DIR [DIR ...] [--target sm_80] [--json OUT] [--list-symbolic]
+    python bench/coverage.py DIR [DIR ...] [--target T] [--json OUT] [--list-symbolic]
+                             [--list-unlisted]
+
+With several directories, one block per directory (one repository each), then
+the total.
 
 For every ``*.py`` under the given directories (files that do not mention
 tilelang are skipped) it runs the frontend, the value resolver, planning,
@@ -14,12 +18,22 @@ prints:
 * files whose shared-memory arena bytes are concrete for at least one binding
   of every kernel in the file (arena bytes from ``analysis/packing.py``);
 * crashes (an exception escaping our code; must be 0);
-* the time taken, next to libcst's bare ``parse_module`` time for the same files.
+* the time taken, next to libcst's bare ``parse_module`` time for the same files;
+* independent of tilelint's frontend: every ``for ... in T.Pipelined(...)``
+  (any ``<x>.Pipelined(...)`` or bare ``Pipelined(...)`` call used as the
+  iterator, also as either branch of ``a if c else b``) that CPython's ``ast``
+  finds, and how many of them ``analyze()`` (what ``tilelint check`` runs, with
+  the file's own target unless --target is given, every instance) lists under a
+  kernel, matched by the ``for`` line; ``--list-unlisted`` prints the others;
+* files with a kernel or a shared allocation (``alloc_shared`` per ``ast``) and
+  how many of them get concrete shared-memory bytes for at least one instance
+  of one of their kernels.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import collections
 import json
 import os
@@ -214,18 +228,105 @@ def analyse_file(path: Path, target: str, stats: Dict, symbolic: collections.Cou
     timing["ours"] += time.perf_counter() - t0
 
 
-def run(dirs: List[str], target: str = "sm_80") -> Dict:
+# --------------------------------------------------------------------------
+# CPython's view: T.Pipelined loops and shared allocations, by ``ast``
+# --------------------------------------------------------------------------
+
+
+def _is_pipelined_call(node: ast.AST) -> bool:
+    if isinstance(node, ast.IfExp):
+        return _is_pipelined_call(node.body) or _is_pipelined_call(node.orelse)
+    if not isinstance(node, ast.Call):
+        return False
+    f = node.func
+    return (isinstance(f, ast.Attribute) and f.attr == "Pipelined") or \
+        (isinstance(f, ast.Name) and f.id == "Pipelined")
+
+
+def ast_facts(text: str) -> Optional[Dict[str, object]]:
+    """{'loops': [for-line, ...], 'shared': bool}, or None when CPython rejects the file."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    loops: List[int] = []
+    shared = False
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.For, ast.AsyncFor)) and _is_pipelined_call(node.iter):
+            loops.append(node.lineno)
+        elif isinstance(node, ast.Call):
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            if name == "alloc_shared":
+                shared = True
+    return {"loops": sorted(loops), "shared": shared}
+
+
+def _settings_for(path: Path, text: str, target: Optional[str]):
+    """What ``tilelint check`` uses for the file (its configuration, its own
+    target unless one is given), with every instance analysed."""
+    import dataclasses
+
+    from tilelint.analysis import Settings
+    try:
+        from tilelint.server.config import ConfigCache
+        cfg = ConfigCache().for_path(path)
+        s = cfg.settings_for(path, target or cfg.targets_for(path, text)[0])
+    except Exception:  # noqa: BLE001 - a broken pyproject or directive: defaults
+        s = Settings(target=target or "sm_80")
+    return dataclasses.replace(s, all_bindings=True)
+
+
+def listing(path: Path, text: str, target: Optional[str], stats: Dict,
+            unlisted: List[str]) -> None:
+    """The ast loops of one file against the loops analyze() lists under kernels."""
+    facts = ast_facts(text)
+    if facts is None:
+        stats["ast_rejected_files"] += 1
+        return
+    try:
+        from tilelint.analysis import analyze
+        settings = _settings_for(path, text, target)
+        a = analyze(text, str(path), settings)
+    except Exception:  # noqa: BLE001
+        stats["crashes"] += 1
+        stats["crash_list"].append(f"{path}: analyze: {traceback.format_exc(limit=3)}")
+        return
+    listed = {lr.loop.span.line for kr in a.kernels for lr in kr.loops}
+    loops = facts["loops"]
+    stats["ast_pipelined_loops"] += len(loops)
+    if loops:
+        stats["ast_files_with_pipelined"] += 1
+    for ln in loops:
+        if ln in listed:
+            stats["ast_loops_listed"] += 1
+        else:
+            unlisted.append(f"{path}:{ln}")
+    if a.kernels or facts["shared"]:
+        stats["smem_files"] += 1
+        if any(kr.shared_bytes is not None for kr in a.kernels):
+            stats["smem_files_concrete"] += 1
+
+
+def run(dirs: List[str], target: Optional[str] = None) -> Dict:
     stats: Dict = collections.Counter()
     stats["crash_list"] = []
+    unlisted: List[str] = []
     symbolic: collections.Counter = collections.Counter()
     examples: Dict[str, str] = {}
     timing = {"ours": 0.0, "libcst": 0.0}
     frontend.parse_chunk.cache_clear()
     for path in _files(dirs):
-        analyse_file(path, target, stats, symbolic, examples, timing)
+        analyse_file(path, target or "sm_80", stats, symbolic, examples, timing)
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if "tilelang" in text:
+            listing(path, text, target, stats, unlisted)
     crash_list = stats.pop("crash_list")
     return {"stats": dict(stats), "symbolic": symbolic.most_common(), "examples": examples,
-            "timing": timing, "crashes": crash_list,
+            "timing": timing, "crashes": crash_list, "unlisted": unlisted,
             "bytes_source": "packing" if packing is not None else "shapes (stand-in)"}
 
 
@@ -233,7 +334,7 @@ def _pct(a: int, b: int) -> str:
     return f"{100.0 * a / b:.1f} %" if b else "n/a"
 
 
-def report(name: str, r: Dict, list_symbolic: bool) -> str:
+def report(name: str, r: Dict, list_symbolic: bool, list_unlisted: bool = False) -> str:
     s = collections.Counter(r["stats"])
     t = r["timing"]
     lines = [
@@ -251,6 +352,14 @@ def report(name: str, r: Dict, list_symbolic: bool) -> str:
         f"files with concrete smem      {s['files_bytes_concrete']} / {s['files_with_kernels']}"
         f"  {_pct(s['files_bytes_concrete'], s['files_with_kernels'])}"
         f"  [{r['bytes_source']}]",
+        f"T.Pipelined loops (ast)       {s['ast_pipelined_loops']}"
+        f"  (in {s['ast_files_with_pipelined']} files)",
+        f"  listed under a kernel       {s['ast_loops_listed']}"
+        f"  {_pct(s['ast_loops_listed'], s['ast_pipelined_loops'])}",
+        f"files with kernels or smem    {s['smem_files']}",
+        f"  concrete smem bytes         {s['smem_files_concrete']}"
+        f"  {_pct(s['smem_files_concrete'], s['smem_files'])}  (analyze(), any instance)",
+        f"files ast.parse rejects       {s['ast_rejected_files']}",
         f"crashes                       {len(r['crashes'])}",
         f"time                          {t['ours']:.2f} s  (libcst bare parse {t['libcst']:.2f} s,"
         f" x{t['ours'] / t['libcst']:.2f})" if t["libcst"] else "time n/a",
@@ -259,6 +368,9 @@ def report(name: str, r: Dict, list_symbolic: bool) -> str:
         lines.append("symbolic num_stages, by blocking names:")
         for why, n in r["symbolic"][: None if list_symbolic else 15]:
             lines.append(f"  {n:4d}  {why}   e.g. {r['examples'].get(why, '')}")
+    if list_unlisted and r.get("unlisted"):
+        lines.append(f"T.Pipelined loops not listed under a kernel ({len(r['unlisted'])}):")
+        lines.extend(f"  {u}" for u in r["unlisted"])
     for c in r["crashes"][:10]:
         lines.append("CRASH " + c)
     return "\n".join(lines)
@@ -267,21 +379,36 @@ def report(name: str, r: Dict, list_symbolic: bool) -> str:
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dirs", nargs="+")
-    ap.add_argument("--target", default="sm_80")
+    ap.add_argument("--target", default=None,
+                    help="analyse for this target (default: each file's own, as tilelint check)")
     ap.add_argument("--json", help="write the raw numbers here")
     ap.add_argument("--separate", action="store_true",
-                    help="also report every directory on its own")
+                    help="(default with several directories) report every directory on its own")
     ap.add_argument("--list-symbolic", action="store_true")
+    ap.add_argument("--list-unlisted", action="store_true",
+                    help="print every T.Pipelined loop (file:line) no kernel lists")
     args = ap.parse_args(argv)
     out = {}
-    if args.separate and len(args.dirs) > 1:
+    if len(args.dirs) > 1:
         for d in args.dirs:
             r = run([d], args.target)
             out[d] = r
-            print(report(d, r, args.list_symbolic))
-    r = run(args.dirs, args.target)
-    out["all"] = r
-    print(report(" + ".join(args.dirs), r, args.list_symbolic))
+            print(report(d, r, args.list_symbolic, args.list_unlisted))
+            print()
+        total = collections.Counter()
+        for d in args.dirs:
+            total.update({k: v for k, v in out[d]["stats"].items() if isinstance(v, int)})
+        s = total
+        print("== total")
+        print(f"T.Pipelined loops (ast) {s['ast_pipelined_loops']}, listed {s['ast_loops_listed']}"
+              f" {_pct(s['ast_loops_listed'], s['ast_pipelined_loops'])}; files with concrete smem"
+              f" {s['smem_files_concrete']} / {s['smem_files']}"
+              f" {_pct(s['smem_files_concrete'], s['smem_files'])}")
+        r = {"crashes": [c for d in args.dirs for c in out[d]["crashes"]]}
+    else:
+        r = run(args.dirs, args.target)
+        out["all"] = r
+        print(report(" + ".join(args.dirs), r, args.list_symbolic, args.list_unlisted))
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1, default=str))
     return 1 if r["crashes"] else 0
