@@ -44,6 +44,13 @@ _LANG_FROM_PLAIN = re.compile(
     r"^\s*from\s+tilelang(?P<asc>\.ascend)?\s+import\s+(?:[^#\n]*,\s*)?language\s*(?:,|$|#)", re.M)
 _TL_IMPORT = re.compile(r"^\s*import\s+tilelang(?:\s+as\s+(?P<alias>\w+))?\s*$", re.M)
 _IMPORTS_TILELANG = re.compile(r"^\s*(?:import|from)\s+tilelang\b", re.M)
+# The tilelang-ascend fork's dialect (not in tilelang 0.1.15): ``T.Kernel(...,
+# is_npu=True)``, ``target="npuir"``, and upper-case/UB allocators reached
+# through ``tilelang.language`` (0.1.15 has none of them; its own Ascend
+# dialect is ``tilelang.ascend.language`` with ``alloc_l1``/``alloc_shared``).
+_NPU_FORK = re.compile(
+    r"\bis_npu\s*=\s*True\b|\btarget\s*=\s*[\'\"]npuir[\'\"]"
+    r"|\.alloc_(?:L1|L0A|L0B|L0C|ub|UB)\s*\(")
 
 
 @dataclass(frozen=True)
@@ -54,6 +61,7 @@ class Aliases:
     tilelang: Tuple[str, ...] = ("tilelang",)
     ascend: bool = False
     imports_tilelang: bool = False
+    npu_fork: bool = False  # the tilelang-ascend fork's dialect (kernels: dialect "npu")
 
 
 def find_aliases(source: str) -> Aliases:
@@ -73,7 +81,8 @@ def find_aliases(source: str) -> Aliases:
     if not lang:
         lang = ["T"]
     return Aliases(tuple(dict.fromkeys(lang)), tuple(dict.fromkeys(tl)), ascend,
-                   bool(_IMPORTS_TILELANG.search(source)))
+                   bool(_IMPORTS_TILELANG.search(source)),
+                   npu_fork=not ascend and bool(_NPU_FORK.search(source)))
 
 
 # --------------------------------------------------------------------------
@@ -294,6 +303,15 @@ def combine(models: Iterable[ChunkModel], aliases: Aliases) -> Module:
         htuple = tuple(helpers)
         kernels = [_link_kernel(k, mtuple, htuple) if _needs_link(k, mtuple, htuple) else k
                    for k in kernels]
+    fork = [k for k in kernels if k.dialect == "npu"]
+    if fork:  # TL004 once per file: nothing in it is modelled
+        problems.append(Diagnostic(
+            code="TL004", severity="information", span=fork[0].kernel_span or fork[0].name_span,
+            kernel=fork[0].name,
+            message="this file is written for the tilelang-ascend fork (`T.Kernel(..., "
+                    "is_npu=True)`, `T.alloc_L1`/`T.alloc_ub`, `target=\"npuir\"`), which "
+                    "tilelang 0.1.15 does not have; tilelint does not model that dialect, so "
+                    f"none of its {len(fork)} kernel(s) is checked"))
     return Module(tuple(kernels), tuple(constants), tuple(calls), tuple(functions),
                   tuple(macros), aliases.imports_tilelang, tuple(problems),
                   defs=tuple(defs), argparse=tuple(argp), toplevel=tuple(toplevel))
@@ -1153,7 +1171,7 @@ class _Builder:
                     ctx.macros[stmt.name.value] = Macro(
                         stmt.name.value, self.span(stmt.name), self.params(stmt),
                         tuple(self.block(stmt.body, {}, macros=ctx.macros)))
-        dialect = "ascend" if self.aliases.ascend else "cuda"
+        dialect = "ascend" if self.aliases.ascend else "npu" if self.aliases.npu_fork else "cuda"
         fspan = self.span(fn)
         # The def line, not the decorators.
         def_span = Span(self.span(fn.name).line, 0, fspan.end_line, fspan.end_col)

@@ -14,8 +14,11 @@ and checked on the parity fixtures):
   the free block touching the arena top, grown; else a bump allocation at the top
   (the alignment gap goes back to the free list).  Freed blocks are coalesced.
 * Alignment: 16 bytes by default.  On sm_90 the shared operands of ``T.gemm``
-  (wgmma descriptors) need 1024 bytes; TMA-written buffers that are not gemm operands
-  get the TMA minimum of 128 (``kSmemAlignmentMap``).  The arena size is rounded up
+  (wgmma descriptors) need 1024 bytes, and so do those of a tcgen05 gemm (an
+  accumulator in tensor memory) on sm_100/sm_103; a gemm lowered to mma.sync
+  (sm_80–89, sm_120, and sm_100 with a fragment accumulator) adds nothing.
+  TMA-written buffers that are not gemm operands get the TMA minimum of 128
+  (``kSmemAlignmentMap``).  The arena size is rounded up
   to 16.  The CUDA source always declares ``extern __shared__ __align__(1024) uchar
   buf_dyn_shmem[]``, so offsets are absolute.
 * Warp-specialized path (sm_90): the producer loop comes first in the linear order and
@@ -103,8 +106,18 @@ def _written(stmt: Stmt) -> Set[str]:
     return out
 
 
+# The scopes MergeSharedMemoryAllocations packs ("shared.dyn") and the static
+# ``__shared__`` ones.  Everything else named "shared.*" is another memory:
+# tensor memory (``T.alloc_tmem``: "shared.tmem", its 4-byte address slot is
+# added by LowerSharedTmem as static shared memory), mbarriers
+# ("shared.barrier", counted with the warp-specialized path), and the Ascend
+# on-chip buffers (L1, L0A/B/C: "shared.l1", "shared.l0a", ...).
+CUDA_SHARED_SCOPES = frozenset({"shared", "shared.dyn"})
+
+
 def is_shared(alloc: Alloc) -> bool:
-    return alloc.scope.startswith("shared") and "barrier" not in alloc.scope
+    """Whether ``alloc`` takes CUDA shared memory (counts towards TL201)."""
+    return alloc.scope in CUDA_SHARED_SCOPES
 
 
 def _is_pipelined_stmt(s: Stmt) -> bool:
@@ -294,11 +307,15 @@ def _alignments(kernel: Kernel, shared: Set[str], target: str, warp_specialized:
     out = {n: DEFAULT_ALIGN for n in shared}
     if t is None or not t.has_tma:
         return out
+    scopes = {a.name: a.scope for a in kernel.allocs}
+    operands: Set[str] = set()  # shared operands of any gemm (swizzled layouts)
     for s in _walk(kernel.body):
         if s.kind == "gemm":
-            for a in s.reads[:2]:
-                if a.buffer in shared:
-                    out[a.buffer] = max(out[a.buffer], WGMMA_ALIGN)
+            operands |= {a.buffer for a in s.reads[:2] if a.buffer in shared}
+            if _descriptor_gemm(s, t, scopes):
+                for a in s.reads[:2]:
+                    if a.buffer in shared:
+                        out[a.buffer] = max(out[a.buffer], WGMMA_ALIGN)
     if warp_specialized:
         for lr in loops:
             if lr.warp_specialized:
@@ -307,8 +324,24 @@ def _alignments(kernel: Kernel, shared: Set[str], target: str, warp_specialized:
                         if _is_copy_into_shared(x, shared):
                             for w in x.writes:
                                 if w.buffer in shared:
-                                    out[w.buffer] = max(out[w.buffer], TMA_ALIGN)
+                                    # A TMA load into a gemm operand's swizzled
+                                    # layout needs the swizzle's alignment
+                                    # (measured on sm_100: 1024 for 128-byte rows).
+                                    need = WGMMA_ALIGN if w.buffer in operands else TMA_ALIGN
+                                    out[w.buffer] = max(out[w.buffer], need)
     return out
+
+
+def _descriptor_gemm(s: Stmt, t: "targets_mod.Target", scopes: Dict[str, str]) -> bool:
+    """A gemm whose shared operands the compiler reads through a descriptor
+    (wgmma on Hopper, tcgen05 into tensor memory on sm_100/sm_103)."""
+    if t.wgmma:
+        return True
+    if not t.tmem:
+        return False
+    op = s.op.split(".")[-1]
+    into_tmem = any(scopes.get(w.buffer) == "shared.tmem" for w in s.writes)
+    return into_tmem or "tcgen05" in op
 
 
 def buffer_bytes(alloc: Alloc, env, versions: int = 1) -> Optional[int]:

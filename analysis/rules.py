@@ -130,6 +130,15 @@ def kernel(M=2048, N=128, K=64, bM=64, nb=4):
     return main
 '''
 
+# TL004: the same cube GEMM in the tilelang-ascend fork's spelling (T.Kernel(...,
+# is_npu=True), upper-case allocators through tilelang.language), which
+# tilelang 0.1.15 cannot import.
+_NPU_FORK_GEMM = (_CUDA_HEAD + _ASCEND_GEMM[len(_ASCEND_HEAD):]
+                  .replace("with T.Kernel(4) as bx:", "with T.Kernel(4, is_npu=True) as (bx, by):")
+                  .replace("T.alloc_l1(", "T.alloc_L1(").replace("T.alloc_l0c(", "T.alloc_L0C(")
+                  .replace("            T.annotate_buffer_versions({A_l1: VERSIONS, "
+                           "B_l1: VERSIONS})\n", ""))
+
 # TL202: a jit factory autotuned over num_stages; STAGES is the second config's value.
 _AUTOTUNE_GEMM = (_CUDA_HEAD + "\n\n"
              "@tilelang.autotune(configs=[{\"num_stages\": 3}, {\"num_stages\": STAGES}])\n"
@@ -187,6 +196,25 @@ RULES: Tuple[Rule, ...] = (
                       "# [tool.tilelint]\n# exclude = [\"kernels_generated.py\"]",
          fix="Split generated code out of the kernel file, or exclude it in "
              "[tool.tilelint] exclude."),
+    Rule("TL004", "dialect-not-modelled", "information",
+         "The file is written for the tilelang-ascend fork, which is not modelled.",
+         what="The file uses the dialect of the tilelang-ascend fork: `T.Kernel(..., "
+              "is_npu=True)`, `T.alloc_L1`/`T.alloc_L0A`/`T.alloc_L0B`/`T.alloc_L0C`/"
+              "`T.alloc_ub` reached through `tilelang.language`, or `target=\"npuir\"`. "
+              "One TL004 is reported for the file (on its first kernel) and nothing else: "
+              "no planning, shared-memory or sync finding.",
+         why="tilelang 0.1.15 has none of these (its `tilelang.language` cannot import "
+             "such a file, and its own Ascend dialect is `tilelang.ascend.language`), so "
+             "tilelint has no compiler behaviour to mirror. Checking the kernels as CUDA "
+             "would count the L1/L0/UB buffers as shared memory and report overflows and "
+             "schedules that the fork's compiler never sees.",
+         bad_example=_NPU_FORK_GEMM,
+         good_example=_ASCEND_GEMM.replace("VERSIONS", "2"),
+         fix="Nothing to fix for the fork's own compiler. To have the kernel checked, write "
+             "it in tilelang 0.1.15's Ascend dialect (`import tilelang.ascend.language as "
+             "T`, `T.alloc_l1`, `T.alloc_l0c`, `T.alloc_shared` for UB) and run tilelint "
+             "with `--target ascend`; or silence the note with `ignore = [\"TL004\"]`.",
+         target="ascend"),
     Rule("TL101", "duplicate-pipeline-order", "error",
          "Two scheduled statements have the same `order` entry.",
          what="The manual `order=` list gives the same position to two statements of "

@@ -210,6 +210,11 @@ def check_file(path: str, settings_list: Sequence, explicit: bool = False) -> Fi
     text, error, skipped = read_source(path, explicit)
     if text is None:
         return FileResult(path=path, error=error, skipped=skipped)
+    if hasattr(settings_list, "resolve"):  # per-file targets: the file's text decides
+        try:
+            settings_list = settings_list.resolve(text)
+        except ConfigError as exc:
+            return FileResult(path=path, source=text, error=getattr(exc, "short", str(exc)))
     from tilelint.analysis import analyze
     from tilelint.analysis import frontend
 
@@ -456,8 +461,7 @@ def cmd_check(args) -> int:
     for f in files:
         cfg = configs.for_path(f).with_overrides(**overrides)
         cfg_by_file[f] = cfg
-        settings = [cfg.settings_for(f, t) for t in cfg.targets]
-        jobs.append((str(f), settings, f in explicit))
+        jobs.append((str(f), cfg.per_file(f), f in explicit))
     workers = args.jobs if args.jobs else (os.cpu_count() or 1)
     progress = Progress(len(jobs), enabled=not args.no_progress and _isatty(sys.stderr))
     try:
@@ -501,12 +505,12 @@ def _check_stdin(args, configs: ConfigCache, overrides) -> int:
     text = sys.stdin.read()
     cfg = configs.for_path(name if args.stdin_filename else Path.cwd()).with_overrides(**overrides)
     per_target = []
-    for t in cfg.targets:
-        a = analyze(text, name, cfg.settings_for(name, t))
+    for s in cfg.settings_list(name, text):
+        a = analyze(text, name, s)
         per_target.append((a.target, a.diagnostics))
     shown = output.display_path(name) if args.stdin_filename else name
     findings = output.merge_targets(per_target, shown)
-    _emit_check(args, findings, [], {shown: text}, 1, len(cfg.targets) > 1)
+    _emit_check(args, findings, [], {shown: text}, 1, len(per_target) > 1)
     if args.exit_zero:
         return EXIT_OK
     return EXIT_FINDINGS if any(output.is_failing(f) for f in findings) else EXIT_OK
@@ -622,8 +626,7 @@ def cmd_explain(args) -> int:
     cost = getattr(args, "cost", False)
     outputs_json = []
     outputs_text = []
-    for t in cfg.targets:
-        settings = cfg.settings_for(path, t)
+    for settings in cfg.settings_list(path, text):
         a = analyze(text, path, settings)
         if args.format == "json":
             doc = render.explain_json(a)
@@ -689,7 +692,7 @@ def sweep_rows(text: str, path: str, settings, name: str, values: Sequence[int])
 
     tinfo = targets_mod.get(settings.target)
     if tinfo is None or tinfo.kind != "cuda":
-        raise UsageError(f"--sweep needs a CUDA target (sm_80, sm_86, sm_89, sm_90), "
+        raise UsageError(f"--sweep needs a CUDA target ({', '.join(targets_mod.CUDA_TARGETS)}), "
                          f"not {settings.target}")
     module = frontend.parse_module(text)
     rows: List[SweepRow] = []
@@ -886,8 +889,9 @@ def cmd_server(argv: Sequence[str]) -> int:
 
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", action="append", metavar="TARGET",
-                   help="target to analyse for (sm_80, sm_86, sm_89, sm_90, gfx942, gfx950, "
-                        "ascend); repeat or comma-separate for several")
+                   help="target to analyse for (sm_80, sm_86, sm_89, sm_90, sm_100, sm_103, "
+                        "sm_120, gfx942, gfx950, ascend); repeat or comma-separate for several; "
+                        "beats the file's own target")
     p.add_argument("--targets", action="append", metavar="T1,T2",
                    help="several targets: run once per target and merge the findings")
     p.add_argument("--select", action="append", metavar="CODES",

@@ -15,6 +15,7 @@ Recognised keys (kebab-case; the snake_case spelling is accepted too)::
     ignore = ["TL002"]
     exclude = ["generated/", "legacy_*.py"]   # gitignore-style, relative to this file
     per-file-ignores = { "tests/**" = ["TL002"], "bench_*.py" = ["TL3"] }
+    per-file-targets = { "hopper/**" = ["sm_90"], "blackwell/*.py" = ["sm_100"] }
     inlay-hints = true
     verify = false                 # cross-check with the real compiler (server only)
     all-bindings = false           # analyse every call site of a kernel factory
@@ -26,6 +27,19 @@ Recognised keys (kebab-case; the snake_case spelling is accepted too)::
     num_stages = 3
 
 Anything else is an error that names the key (``ConfigError``).
+
+Which targets a file is analysed for (``Config.targets_for``), first that applies:
+
+1. ``--target``/``--targets`` on the command line;
+2. ``# tilelint: target sm_90 [sm_100 ...]`` in the file's first comment block;
+3. the first ``per-file-targets`` entry whose glob matches the file;
+4. the architectures the file's code names (``target="cuda -arch=sm_90"``,
+   ``{"kind": "cuda", "arch": "sm_100"}``; ``tilelint.analysis.directives``);
+5. ``target``/``targets`` of the configuration;
+6. sm_80.
+
+The language server follows the same order from 2 on; its ``target`` setting
+counts as configuration (5), and it analyses the first of several targets.
 """
 
 from __future__ import annotations
@@ -38,6 +52,7 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from tilelint.analysis import Settings
+from tilelint.analysis import directives as directives_mod
 from tilelint.analysis import targets as targets_mod
 
 if sys.version_info >= (3, 11):
@@ -59,6 +74,19 @@ _CODE_RX = re.compile(r"^[A-Z]+[0-9]*$")
 
 class ConfigError(Exception):
     """An invalid configuration; the message names the file and the key."""
+
+
+class DirectiveError(ConfigError):
+    """A bad ``# tilelint:`` directive in a checked file."""
+
+    def __init__(self, path: str, line: int, detail: str) -> None:
+        super().__init__(f"{path}:{line}: {detail}")
+        self.path, self.line, self.detail = path, line, detail
+
+    @property
+    def short(self) -> str:
+        """The message without the file name (for a per-file report)."""
+        return f"line {self.line}: {self.detail}"
 
 
 # --------------------------------------------------------------------------
@@ -239,6 +267,10 @@ class Config:
     select: Tuple[str, ...] = ()
     ignore: Tuple[str, ...] = ()
     per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
+    per_file_targets: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
+    # Where ``targets`` came from: "default", "config" (target/targets in the
+    # file) or "cli" (--target/--targets); see ``targets_for``.
+    targets_origin: str = "default"
     exclude: Tuple[str, ...] = ()
     bindings: Pairs = ()
     kernel_bindings: Tuple[Tuple[str, Pairs], ...] = ()
@@ -273,10 +305,34 @@ class Config:
                 out.extend(codes)
         return tuple(dict.fromkeys(out))
 
-    def settings_for(self, path: os.PathLike | str, target: Optional[str] = None) -> Settings:
-        """The analysis settings for one file and one target."""
+    def targets_for(self, path: os.PathLike | str, source: Optional[str] = None
+                    ) -> Tuple[str, ...]:
+        """The targets ``path`` is analysed for, in the order of the module
+        docstring.  ``source`` is the file's text (None: not read; the
+        directive and the named targets then do not apply).  Raises
+        ``ConfigError`` for an unknown name in a ``# tilelint: target``."""
+        return resolve_targets(
+            path, source, explicit=self.targets if self.targets_origin == "cli" else (),
+            per_file_targets=self.per_file_targets, base=self._base(),
+            configured=self.targets)
+
+    def settings_list(self, path: os.PathLike | str, source: Optional[str] = None
+                      ) -> List[Settings]:
+        """One ``Settings`` per target of ``targets_for``."""
+        return [self.settings_for(path, t) for t in self.targets_for(path, source)]
+
+    def per_file(self, path: os.PathLike | str) -> "FileSettings":
+        """The settings of ``path`` once its text is known (picklable)."""
+        return FileSettings(self, str(path))
+
+    def settings_for(self, path: os.PathLike | str, target: Optional[str] = None,
+                     source: Optional[str] = None) -> Settings:
+        """The analysis settings for one file and one target (without
+        ``target``: the first of ``targets_for(path, source)``)."""
+        if not target:
+            target = self.targets_for(path, source)[0]
         return Settings(
-            target=targets_mod.normalise(target or self.target),
+            target=targets_mod.normalise(target),
             bindings=self.bindings,
             kernel_bindings=self.kernel_bindings,
             select=self.select,
@@ -295,7 +351,8 @@ class Config:
         replace, ``ignore``/``exclude``/``bindings`` add (later wins)."""
         changes: Dict[str, object] = {}
         if targets:
-            changes["targets"] = tuple(check_target(t, "--target") for t in targets)
+            changes["targets"] = tuple(dict.fromkeys(check_target(t, "--target") for t in targets))
+            changes["targets_origin"] = "cli"
         if select is not None:
             changes["select"] = tuple(check_codes(select, "--select"))
         if extend_select:
@@ -319,12 +376,67 @@ class Config:
         return replace(self, **changes) if changes else self
 
 
+@dataclass(frozen=True)
+class FileSettings:
+    """A file's settings before its text is read (the CLI builds these in the
+    main process and resolves them in the worker that reads the file)."""
+
+    config: Config
+    path: str
+
+    def resolve(self, source: Optional[str]) -> List[Settings]:
+        return self.config.settings_list(self.path, source)
+
+
+def per_file_targets_for(path: os.PathLike | str,
+                         table: Sequence[Tuple[str, Sequence[str]]],
+                         base: os.PathLike | str) -> Tuple[str, ...]:
+    """The targets of the first ``per-file-targets`` glob that matches."""
+    for glob, names in table:
+        pat = compile_pattern(glob, base)
+        if pat is not None and Matcher([pat]).ignored(path, is_dir=False):
+            return tuple(names)
+    return ()
+
+
+def resolve_targets(path: os.PathLike | str, source: Optional[str], *,
+                    explicit: Sequence[str] = (),
+                    per_file_targets: Sequence[Tuple[str, Sequence[str]]] = (),
+                    base: Optional[os.PathLike | str] = None,
+                    configured: Sequence[str] = (DEFAULT_TARGET,),
+                    strict: bool = True) -> Tuple[str, ...]:
+    """The targets of one file, first that applies: ``explicit`` (the
+    command line), the file's ``# tilelint: target``, ``per-file-targets``,
+    the targets the code names, ``configured`` (configuration or default).
+
+    ``strict``: an unknown name in the directive raises ``ConfigError``;
+    otherwise it is left out."""
+    ft = directives_mod.read_targets(source) if source else directives_mod.FileTargets()
+    if ft.unknown and strict:
+        bad = ", ".join(repr(n) for n in ft.unknown if n)
+        what = f"unknown target {bad}" if bad else "no target named"
+        raise DirectiveError(
+            os.fspath(path), ft.directive_line or 1,
+            f"`# tilelint: target`: {what} (known: {', '.join(targets_mod.ALL_TARGETS)})")
+    if explicit:
+        return tuple(explicit)
+    if ft.directive:
+        return ft.directive
+    pft = per_file_targets_for(path, per_file_targets,
+                               base if base is not None else Path.cwd())
+    if pft:
+        return pft
+    if ft.named:
+        return ft.named
+    return tuple(configured) or (DEFAULT_TARGET,)
+
+
 # --------------------------------------------------------------------------
 # Validation
 # --------------------------------------------------------------------------
 
-_KEYS = ("target", "targets", "select", "ignore", "per-file-ignores", "exclude", "bindings",
-         "inlay-hints", "verify", "all-bindings", "extend-select")
+_KEYS = ("target", "targets", "select", "ignore", "per-file-ignores", "per-file-targets",
+         "exclude", "bindings", "inlay-hints", "verify", "all-bindings", "extend-select")
 
 
 def check_target(value: object, key: str) -> str:
@@ -335,6 +447,23 @@ def check_target(value: object, key: str) -> str:
         known = ", ".join(targets_mod.ALL_TARGETS)
         raise ConfigError(f"`{key}`: unknown target {value!r} (known: {known})")
     return name
+
+
+def check_per_file_targets(value: object, key: str = "per-file-targets"
+                           ) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
+    """``{glob = [targets]}`` (a single target may be a string)."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"`{key}` must be a table of glob = [targets], got {value!r}")
+    out = []
+    for glob, names in value.items():
+        if isinstance(names, str):
+            names = [names]
+        if not isinstance(names, list) or not names:
+            raise ConfigError(f"`{key}.{glob}` must be a non-empty list of target names, "
+                              f"got {names!r}")
+        out.append((glob, tuple(dict.fromkeys(check_target(n, f"{key}.{glob}")
+                                              for n in names))))
+    return tuple(out)
 
 
 def check_codes(value: object, key: str) -> List[str]:
@@ -429,11 +558,13 @@ def config_from_table(table: Mapping[str, object], path: Optional[Path] = None) 
         raise ConfigError("give either `target` or `targets` in [tool.tilelint], not both")
     if "target" in norm:
         cfg["targets"] = (check_target(norm["target"], "target"),)
+        cfg["targets_origin"] = "config"
     if "targets" in norm:
         ts = norm["targets"]
         if not isinstance(ts, list) or not ts:
             raise ConfigError(f"`targets` must be a non-empty list of target names, got {ts!r}")
         cfg["targets"] = tuple(dict.fromkeys(check_target(t, "targets") for t in ts))
+        cfg["targets_origin"] = "config"
     if "select" in norm:
         cfg["select"] = tuple(check_codes(norm["select"], "select"))
     if "extend-select" in norm:
@@ -450,6 +581,8 @@ def config_from_table(table: Mapping[str, object], path: Optional[Path] = None) 
         cfg["per_file_ignores"] = tuple(
             (glob, tuple(check_codes(codes, f"per-file-ignores.{glob}")))
             for glob, codes in pfi.items())
+    if "per-file-targets" in norm:
+        cfg["per_file_targets"] = check_per_file_targets(norm["per-file-targets"])
     if "bindings" in norm:
         cfg["bindings"], cfg["kernel_bindings"] = _check_bindings(norm["bindings"], "bindings")
     if "inlay-hints" in norm:

@@ -282,7 +282,7 @@ class TilelintServer(LanguageServer):
         return settings_mod.merge(table, self.init_options, self.client_options)
 
     def settings_for(self, doc_or_path: Any) -> Settings:
-        return settings_mod.to_settings(self.options_for(doc_or_path))
+        return settings_mod.to_settings(self.options_for(doc_or_path), doc_or_path)
 
     def selection_for(self, doc_or_path: Any):
         """The instance labels the ``binding`` setting picks (see settings)."""

@@ -16,6 +16,13 @@ the client pulls).
 string applies to every kernel that has an instance with that label, a table
 ``{kernel or factory name: label}`` per kernel.
 
+The target of a document follows ``server/config.py`` (``resolve_targets``):
+its ``# tilelint: target`` directive, else the first matching
+``per-file-targets`` glob of its pyproject.toml, else an architecture its code
+names (``target="cuda -arch=sm_90"``), else the ``target`` setting (any layer:
+pyproject, ``initializationOptions``, ``workspace/configuration``), else
+sm_80.  Of several targets the server analyses the first.
+
 ``compiler.verify`` (``"off"`` | ``"onSave"``; ``[tool.tilelint] verify =
 true`` means ``"onSave"``): lower the file with the real tilelang on every
 save (in a worker process) and merge its TL910/TL911.  Refused when the
@@ -90,8 +97,8 @@ def merge(*layers: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
         if not isinstance(layer, Mapping):
             continue
         for key, value in normalise_keys(layer).items():
-            if value is None:
-                continue
+            if value is None or (key == "target" and value == ""):
+                continue  # an empty target setting means "not set"
             if key == "bindings" and isinstance(value, Mapping):
                 merged = dict(out["bindings"])
                 merged.update(value)
@@ -117,7 +124,55 @@ def _codes(value: Any) -> Tuple[str, ...]:
     return tuple(str(v).strip().upper() for v in value if str(v).strip())
 
 
-def to_settings(options: Mapping[str, Any]) -> "Settings":
+# The pyproject.toml a table came from (``PyprojectCache``), so that
+# ``per-file-targets`` globs are relative to it.
+PYPROJECT_KEY = "__pyproject__"
+
+
+def _document_text(doc: Any) -> Optional[str]:
+    """The text of an open document (its ``lines``) or of a file path."""
+    lines = getattr(doc, "lines", None)
+    if isinstance(lines, list):
+        return "".join(lines)
+    path = doc if isinstance(doc, str) else None
+    if path:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                return fh.read()
+        except OSError:
+            return None
+    return None
+
+
+def document_target(options: Mapping[str, Any], doc: Any = None) -> str:
+    """The target the server analyses ``doc`` (a Document or a path) for."""
+    configured = options.get("target") or DEFAULTS["target"]
+    if doc is None:
+        return str(configured)
+    path = getattr(doc, "path", None) or (doc if isinstance(doc, str) else None)
+    try:
+        from tilelint.server import config as cfg_mod
+        table = options.get("per-file-targets") or options.get("per_file_targets") or {}
+        try:
+            pft = cfg_mod.check_per_file_targets(table) if table else ()
+        except cfg_mod.ConfigError as exc:
+            log.warning("per-file-targets ignored: %s", exc)
+            pft = ()
+        pyproject = options.get(PYPROJECT_KEY)
+        base = os.path.dirname(pyproject) if isinstance(pyproject, str) else (
+            os.path.dirname(path) if path else None)
+        targets = cfg_mod.resolve_targets(
+            path or "<document>", _document_text(doc), per_file_targets=pft, base=base,
+            configured=(str(configured),), strict=False)
+        return targets[0]
+    except Exception:  # a setting must never take the server down
+        log.exception("resolving the target of %s failed", path)
+        return str(configured)
+
+
+def to_settings(options: Mapping[str, Any], doc: Any = None) -> "Settings":
+    """Settings for a document (``doc``: a Document or a path; None: the
+    workspace defaults)."""
     from .lazy import model
     bindings = []
     kernel_bindings = []
@@ -129,7 +184,7 @@ def to_settings(options: Mapping[str, Any]) -> "Settings":
                     (str(k), _frozen(v)) for k, v in value.items())))
             else:
                 bindings.append((str(name), _frozen(value)))
-    target = options.get("target") or DEFAULTS["target"]
+    target = document_target(options, doc)
     return model.Settings(
         target=str(target),
         bindings=tuple(bindings),
@@ -280,7 +335,7 @@ class PyprojectCache:
         """The ``[tool.tilelint]`` table of ``path`` or None when it has none."""
         table = _table_from_config_module(path)
         if table is not None:
-            return table
+            return {**table, PYPROJECT_KEY: os.path.abspath(path)}
         try:
             data = _load_toml(path)
         except Exception as exc:
@@ -288,4 +343,8 @@ class PyprojectCache:
             return None
         tool = data.get("tool", {}) if isinstance(data, dict) else {}
         table = tool.get("tilelint") if isinstance(tool, dict) else None
-        return dict(table) if isinstance(table, dict) else None
+        if not isinstance(table, dict):
+            return None
+        out = dict(table)
+        out[PYPROJECT_KEY] = os.path.abspath(path)
+        return out

@@ -24,7 +24,7 @@ import sys
 import time
 import traceback
 
-CUDA_ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90")
+CUDA_ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_103", "sm_120")
 ROCM_ARCHS = ("gfx942", "gfx950")
 TARGETS = CUDA_ARCHS + ROCM_ARCHS + ("ascend",)
 

@@ -1,0 +1,163 @@
+"""Targets a file asks for: the ``# tilelint: target`` directive and the
+targets its code names.
+
+Pure reading of the source (no I/O, never raises).  Which of them wins over
+the command line and the configuration is decided by the one place that
+builds per-file settings (``server/config.py``); this module only reports
+what the file says.
+
+* **Directive.**  ``# tilelint: target sm_90`` (several: ``# tilelint: target
+  sm_90 sm_100``) on a line of the file's first comment block: the lines before
+  the first line of code (blank lines, a shebang and an encoding line are part
+  of the block).  The same text further down is not a directive.
+* **Named targets.**  An architecture written in a string of the code (not in
+  a comment or docstring) in one of these spellings:
+  ``target="sm_90"`` / ``target="cuda -arch=sm_90"`` (a keyword argument or an
+  assignment to a name containing ``target``), ``Target("cuda -arch=sm_90")``,
+  ``{"kind": "cuda", "arch": "sm_100"}``, and any ``-arch=sm_NN`` /
+  ``-mcpu=gfxNNN`` inside a string.  ``target="cuda"`` or ``"auto"`` name no
+  architecture: the compiler takes the GPU it finds.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
+
+from . import targets as targets_mod
+
+# ``# tilelint: target NAME [NAME ...]`` (names separated by spaces or commas).
+_DIRECTIVE = re.compile(r"^#\s*tilelint:\s*target\b(?P<body>[^#]*)", re.IGNORECASE)
+_ARCH_IN_STRING = re.compile(r"-arch=(sm_?\d+[af]?)|-mcpu=(gfx\d+[a-z]?)", re.IGNORECASE)
+_BARE_ARCH = re.compile(r"^\s*(?:(?:cuda|nvidia|hip|rocm)\s+)?(sm_?\d+[af]?|gfx\d+[a-z]?)\s*$",
+                        re.IGNORECASE)
+# Cheap test before tokenizing: does the text mention an architecture at all?
+_MAYBE = re.compile(r"sm_?\d|gfx\d", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class FileTargets:
+    """What one file says about its targets (names normalised)."""
+
+    # ``# tilelint: target`` names, known ones only, in the order written.
+    directive: Tuple[str, ...] = ()
+    # Names of the directive tilelint does not know (``sm_75``, typos).
+    unknown: Tuple[str, ...] = ()
+    # 1-based line of the directive (None: no directive).
+    directive_line: Optional[int] = None
+    # Known targets named by the code, first occurrence first.
+    named: Tuple[str, ...] = ()
+
+
+def read_targets(source: str) -> FileTargets:
+    """The directive and the named targets of ``source`` (cached per text)."""
+    if not isinstance(source, str):
+        return FileTargets()
+    try:
+        return _read_targets(source)
+    except Exception:  # pragma: no cover - never let a reading fail the caller
+        return FileTargets()
+
+
+@functools.lru_cache(maxsize=64)
+def _read_targets(source: str) -> FileTargets:
+    directive, unknown, line = directive_targets(source)
+    return FileTargets(directive=directive, unknown=unknown, directive_line=line,
+                       named=named_targets(source))
+
+
+def directive_targets(source: str) -> Tuple[Tuple[str, ...], Tuple[str, ...], Optional[int]]:
+    """(known names, unknown names, line) of the first ``# tilelint: target``
+    in the first comment block; ``((), (), None)`` without one."""
+    for i, raw in enumerate(source.splitlines(), start=1):
+        text = raw.strip()
+        if i == 1 and text.startswith("\ufeff"):
+            text = text[1:].strip()
+        if not text:
+            continue
+        if not text.startswith("#"):
+            break  # the first line of code ends the block
+        m = _DIRECTIVE.match(text)
+        if m is None:
+            continue
+        names = [n for n in re.split(r"[\s,]+", m.group("body")) if n]
+        known: List[str] = []
+        unknown: List[str] = []
+        for n in names:
+            norm = targets_mod.normalise(n)
+            if targets_mod.get(norm) is not None:
+                if norm not in known:
+                    known.append(norm)
+            else:
+                unknown.append(n)
+        if not names:
+            unknown.append("")
+        return tuple(known), tuple(unknown), i
+    return (), (), None
+
+
+def named_targets(source: str) -> Tuple[str, ...]:
+    """Known targets the code names (see the module docstring), in order."""
+    if not _MAYBE.search(source):
+        return ()
+    out: List[str] = []
+    for value in _target_strings(source):
+        for name in _archs_in(value):
+            norm = targets_mod.normalise(name)
+            if targets_mod.get(norm) is not None and norm not in out:
+                out.append(norm)
+    return tuple(out)
+
+
+def _archs_in(value: str) -> List[str]:
+    found = [a or b for a, b in _ARCH_IN_STRING.findall(value)]
+    if found:
+        return found
+    m = _BARE_ARCH.match(value)
+    return [m.group(1)] if m else []
+
+
+# One pass over the text: comments and string literals (other text is skipped).
+_LEXEME = re.compile(
+    r"#[^\n]*"
+    r"|(?P<prefix>[rRbBuUfF]{0,2})(?P<str>'''(?:\\.|[^\\])*?'''|\"\"\"(?:\\.|[^\\])*?\"\"\""
+    r"|'(?:\\.|[^'\\\n])*'|\"(?:\\.|[^\"\\\n])*\")",
+    re.S)
+# What stands before a string in a target position.
+_BEFORE = re.compile(
+    r"(?:\b\w*target\w*\s*=|['\"]arch['\"]\s*:|\bTarget\s*\()\s*$", re.IGNORECASE)
+
+
+def _target_strings(source: str) -> List[str]:
+    """Values of the code's string literals that stand where a target goes."""
+    out: List[str] = []
+    for m in _LEXEME.finditer(source):
+        lit = m.group("str")
+        if lit is None:
+            continue  # a comment
+        if "f" in m.group("prefix").lower() or "b" in m.group("prefix").lower():
+            continue
+        q = 3 if lit[:3] in ("'''", '"""') else 1
+        value = lit[q:-q]
+        if not _MAYBE.search(value):
+            continue
+        start = m.start()
+        before = source[max(0, start - 80):start]
+        if _BEFORE.search(before):
+            out.append(value)
+        elif _ARCH_IN_STRING.search(value) and not _standalone(source, start, m.end()):
+            out.append(value)
+    return out
+
+
+def _standalone(source: str, start: int, end: int) -> bool:
+    """A string that is a statement on its own line (a docstring or a bare
+    literal): only blanks before it on its line and after it."""
+    line_start = source.rfind("\n", 0, start) + 1
+    if source[line_start:start].strip():
+        return False
+    line_end = source.find("\n", end)
+    rest = source[end:len(source) if line_end < 0 else line_end].strip()
+    return not rest or rest.startswith("#")
