@@ -517,6 +517,8 @@ def _problem(code: str, span: Span, message: str) -> Diagnostic:
 # --------------------------------------------------------------------------
 
 _GEMM_OPS = ("gemm", "wgmma", "mma")
+# ``with ...:`` statements that launch a device kernel.
+KERNEL_LAUNCHES = ("T.Kernel", "T.ScopeKernel", "T.ClusterKernel")
 _FILL_OPS = ("fill", "clear")
 _COPY_OPS = ("copy", "async_copy", "tma_copy", "c2d_im2col", "im2col", "transpose")
 _DTYPE_KEY = {"float": "float32", "half": "float16", "double": "float64", "int": "int32"}
@@ -932,14 +934,19 @@ class _Builder:
     def function(self, fn: cst.FunctionDef, class_name: Optional[str],
                  factory: Optional[cst.FunctionDef] = None,
                  factory_locals: Optional[List[Tuple[str, Expr]]] = None,
-                 factory_macros: Optional[Dict[str, Macro]] = None) -> None:
+                 factory_macros: Optional[Dict[str, Macro]] = None,
+                 chain: Tuple[Param, ...] = ()) -> None:
+        """One function.  ``factory`` is the outermost enclosing function (the
+        one the file calls); ``chain`` the parameters of every enclosing function,
+        outermost first (a prim_func inside a ``@tilelang.jit`` function inside an
+        ``lru_cache`` factory sees all of them)."""
         decos = self.decorator_names(fn)
         params = self.params(fn)
         if factory is None:
             self.functions.append((fn.name.value, params))
         if any(d in ("T.prim_func", "tilelang.prim_func", "prim_func") for d in decos):
             self.kernel(fn, "factory" if factory is not None else "module", class_name,
-                        factory, factory_locals or [], factory_macros or {})
+                        factory, factory_locals or [], factory_macros or {}, chain)
             return
         if any(d == "T.macro" or d.endswith(".macro") or d == "macro" for d in decos):
             macro = Macro(fn.name.value, self.span(fn.name), params,
@@ -948,30 +955,46 @@ class _Builder:
                 factory_macros[fn.name.value] = macro
             else:
                 self.macros.append(macro)
+            if _contains_kernel_with(fn, self):
+                # A macro that opens ``T.Kernel`` itself is a whole kernel body.
+                self.kernel(fn, "factory" if factory is not None else "macro", class_name,
+                            factory, factory_locals or [], factory_macros or {}, chain)
             return
         is_jit = any(d in ("tilelang.jit", "jit", "tilelang.lazy_jit", "lazy_jit")
                      or d.endswith(".jit") for d in decos)
-        if factory is None and is_jit and _contains_kernel_with(fn, self):
-            self.record_def(fn, params, class_name)
-            self.kernel(fn, "jit", class_name, None, [], {})
+        if is_jit and _contains_kernel_with(fn, self):
+            if factory is None:
+                self.record_def(fn, params, class_name)
+                self.kernel(fn, "jit", class_name, None, [], {})
+            else:
+                self.kernel(fn, "jit", class_name, factory, factory_locals or [],
+                            factory_macros or {}, _merge_params(chain, params))
             return
         helper = self.iterator_helper(fn)
         if helper is not None:
             self.iter_helpers.append(helper)
         if factory is not None:
+            # A function inside a factory (a ``@tilelang.jit`` builder, a
+            # ``def kernel(block_M=None, …)`` config closure): a deeper level of
+            # the same factory.  Its parameters join the chain.
+            if _defines_kernel(fn, self):
+                self.factory_body(factory, fn.body.body, class_name,
+                                  list(factory_locals or []), dict(factory_macros or {}),
+                                  _merge_params(chain, params))
             return
         self.record_def(fn, params, class_name)
         # A plain function: a factory if it defines a prim_func inside.
         self.collect_calls(fn.body, fn.name.value)
         local: List[Tuple[str, Expr]] = []
         local_macros: Dict[str, Macro] = {m.name: m for m in self.macros}
-        self.factory_body(fn, fn.body.body, class_name, local, local_macros)
+        self.factory_body(fn, fn.body.body, class_name, local, local_macros, params)
 
-    def factory_body(self, fn, stmts, class_name, local, local_macros) -> None:
+    def factory_body(self, fn, stmts, class_name, local, local_macros,
+                     chain: Tuple[Param, ...] = ()) -> None:
         for stmt in stmts:
             if isinstance(stmt, cst.FunctionDef):
                 self.function(stmt, class_name, factory=fn, factory_locals=list(local),
-                              factory_macros=local_macros)
+                              factory_macros=local_macros, chain=chain)
             elif isinstance(stmt, cst.SimpleStatementLine):
                 for small in stmt.body:
                     if isinstance(small, cst.Assign):
@@ -980,9 +1003,9 @@ class _Builder:
                     elif isinstance(small, cst.AnnAssign) and small.value is not None \
                             and isinstance(small.target, cst.Name):
                         local.append((small.target.value, self.expr(small.value)))
-            elif isinstance(stmt, (cst.If, cst.With, cst.Try)):
+            elif isinstance(stmt, (cst.If, cst.With, cst.Try, cst.For, cst.While)):
                 self.factory_body(fn, _compound_children(stmt), class_name, local,
-                                  local_macros)
+                                  local_macros, chain)
 
     # ---- ordinary functions (for the value resolver) -------------------------
     def record_def(self, fn: cst.FunctionDef, params: Tuple[Param, ...],
@@ -1118,7 +1141,7 @@ class _Builder:
     # ---- kernels ----------------------------------------------------------
     def kernel(self, fn: cst.FunctionDef, style: str, class_name: Optional[str],
                factory: Optional[cst.FunctionDef], factory_locals: List[Tuple[str, Expr]],
-               macros: Dict[str, Macro]) -> None:
+               macros: Dict[str, Macro], chain: Tuple[Param, ...] = ()) -> None:
         ctx = _KernelCtx(macros=dict(macros))
         for name, _ in self.params_of(fn):
             ctx.buffers.add(name)
@@ -1131,20 +1154,15 @@ class _Builder:
         grid: Tuple[Expr, ...] = ()
         # Statements before ``with T.Kernel`` in the prim_func (jit style puts
         # annotations and T.const here).
+        more: List[cst.With] = []  # a second ``with T.Kernel`` is a second device kernel
         for stmt in fn.body.body:
             found = self.find_kernel_with(stmt)
+            if found is not None and kernel_with is not None:
+                more.append(found)
+                continue
             if found is not None and kernel_with is None:
                 kernel_with = found
-                call = found.items[0].item
-                assert isinstance(call, cst.Call)
-                grid_args = []
-                for a in call.args:
-                    if a.keyword is None:
-                        grid_args.append(self.expr(a.value))
-                    elif a.keyword.value == "threads":
-                        threads = self.expr(a.value)
-                        threads_span = self.span(a)
-                grid = tuple(grid_args)
+                threads, threads_span, grid = self.kernel_launch(found)
                 body = self.block(found.body, ctx, macros=ctx.macros, locals_out=locals_)
                 continue
             if isinstance(stmt, cst.SimpleStatementLine):
@@ -1171,6 +1189,10 @@ class _Builder:
                     ctx.macros[stmt.name.value] = Macro(
                         stmt.name.value, self.span(stmt.name), self.params(stmt),
                         tuple(self.block(stmt.body, {}, macros=ctx.macros)))
+        if kernel_with is None and _has_pipelined(fn, self):
+            # A prim_func written at the TIR level (no ``T.Kernel``): its body is
+            # what the passes see.
+            body = self.block(fn.body, ctx, macros=ctx.macros, locals_out=locals_)
         dialect = "ascend" if self.aliases.ascend else "npu" if self.aliases.npu_fork else "cuda"
         fspan = self.span(fn)
         # The def line, not the decorators.
@@ -1187,7 +1209,7 @@ class _Builder:
             dialect=dialect,
             factory=None if factory is None else factory.name.value,
             factory_span=None if factory is None else self.span(factory.name),
-            factory_params=() if factory is None else self.params(factory),
+            factory_params=() if factory is None else (chain or self.params(factory)),
             params=self.params(fn),
             threads=threads,
             threads_span=threads_span,
@@ -1200,6 +1222,33 @@ class _Builder:
             attrs=attrs,
             class_name=class_name,
         ))
+        first = self.kernels[-1]
+        for i, extra in enumerate(more, start=2):
+            ctx2 = _KernelCtx(macros=dict(ctx.macros), buffers=set(ctx.buffers),
+                              attrs=list(ctx.attrs))
+            locals2 = list(locals_)
+            ctx2.locals = locals2
+            threads2, threads_span2, grid2 = self.kernel_launch(extra)
+            body2 = self.block(extra.body, ctx2, macros=ctx2.macros, locals_out=locals2)
+            self.kernels.append(dataclasses.replace(
+                first, name=f"{first.name}#{i}", threads=threads2, threads_span=threads_span2,
+                kernel_span=self.span(extra), grid=grid2, allocs=tuple(ctx2.allocs),
+                body=tuple(body2), locals=tuple(locals2), attrs=tuple(ctx2.attrs)))
+
+    def kernel_launch(self, kernel_with: cst.With):
+        """threads, the span of ``threads=``, and the grid of ``with T.Kernel(...)``."""
+        threads = None
+        threads_span = None
+        grid_args = []
+        call = kernel_with.items[0].item
+        if isinstance(call, cst.Call):
+            for a in call.args:
+                if a.keyword is None:
+                    grid_args.append(self.expr(a.value))
+                elif a.keyword.value == "threads":
+                    threads = self.expr(a.value)
+                    threads_span = self.span(a)
+        return threads, threads_span, tuple(grid_args)
 
     def params_of(self, fn: cst.FunctionDef) -> List[Tuple[str, Optional[Expr]]]:
         return [(p.name, p.annotation) for p in self.params(fn)]
@@ -1208,7 +1257,7 @@ class _Builder:
         if isinstance(stmt, cst.With):
             for item in stmt.items:
                 if isinstance(item.item, cst.Call) and \
-                        (self.dotted(item.item.func) or "") in ("T.Kernel", "T.ScopeKernel"):
+                        (self.dotted(item.item.func) or "") in KERNEL_LAUNCHES:
                     return stmt
             for inner in stmt.body.body:
                 found = self.find_kernel_with(inner)
@@ -2081,7 +2130,58 @@ def _contains_kernel_with(fn: cst.FunctionDef, builder: _Builder) -> bool:
             nonlocal found
             for item in node.items:
                 if isinstance(item.item, cst.Call) and \
-                        (builder.dotted(item.item.func) or "") == "T.Kernel":
+                        (builder.dotted(item.item.func) or "") in KERNEL_LAUNCHES:
+                    found = True
+            return not found
+
+    fn.visit(V())
+    return found
+
+
+def _merge_params(outer: Sequence[Param], inner: Sequence[Param]) -> Tuple[Param, ...]:
+    """The parameters seen from a nested function: the enclosing ones in order
+    (so a call of the outermost factory binds positionally), an inner parameter
+    replacing an outer one of the same name."""
+    names = {p.name for p in inner}
+    return tuple(p for p in outer if p.name not in names) + tuple(inner)
+
+
+def _defines_kernel(fn: cst.FunctionDef, builder: "_Builder") -> bool:
+    """Whether a prim_func, a ``T.Kernel`` or a macro is defined anywhere inside."""
+    found = False
+
+    class V(cst.CSTVisitor):
+        def visit_Decorator(self, node: cst.Decorator) -> Optional[bool]:
+            nonlocal found
+            d = node.decorator
+            if isinstance(d, cst.Call):
+                d = d.func
+            name = builder.dotted(d) or ""
+            if name.endswith("prim_func") or name.endswith("macro"):
+                found = True
+            return False
+
+        def visit_With(self, node: cst.With) -> Optional[bool]:
+            nonlocal found
+            for item in node.items:
+                if isinstance(item.item, cst.Call) and \
+                        (builder.dotted(item.item.func) or "") in KERNEL_LAUNCHES:
+                    found = True
+            return not found
+
+    fn.visit(V())
+    return found
+
+
+def _has_pipelined(fn: cst.FunctionDef, builder: "_Builder") -> bool:
+    found = False
+
+    class V(cst.CSTVisitor):
+        def visit_For(self, node: cst.For) -> Optional[bool]:
+            nonlocal found
+            it = node.iter
+            for e in ((it.body, it.orelse) if isinstance(it, cst.IfExp) else (it,)):
+                if isinstance(e, cst.Call) and (builder.dotted(e.func) or "") == "T.Pipelined":
                     found = True
             return not found
 

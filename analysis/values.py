@@ -1003,7 +1003,7 @@ def call_sites_for(module: Module, kernel: Kernel) -> List[CallSite]:
 
 def kernel_params(kernel: Kernel):
     return kernel.factory_params if kernel.factory else (
-        kernel.params if kernel.style == "jit" else ())
+        kernel.params if kernel.style in ("jit", "macro") else ())
 
 
 def build_env(module: Module, kernel: Kernel, call: Optional[CallSite] = None,
@@ -1055,7 +1055,7 @@ def build_env(module: Module, kernel: Kernel, call: Optional[CallSite] = None,
         exprs.pop(k, None)
         sources[k] = "autotune config"
     # The jit style's tensor parameters are symbolic.
-    if kernel.style == "jit":
+    if kernel.style in ("jit", "macro"):
         for p in kernel.params:
             if p.default is None and p.name not in values:
                 values[p.name] = Symbolic(p.name)
