@@ -17,6 +17,13 @@ what the file says.
   ``{"kind": "cuda", "arch": "sm_100"}``, and any ``-arch=sm_NN`` /
   ``-mcpu=gfxNNN`` inside a string.  ``target="cuda"`` or ``"auto"`` name no
   architecture: the compiler takes the GPU it finds.
+* **Required targets.**  When the code names no architecture but calls an op
+  that tilelang 0.1.15 lowers on one family only, that family is the file's
+  target: ``T.alloc_tmem`` and the ``T.tcgen05_*`` ops exist on sm_100–sm_110
+  only (``TargetIsSm100`` in ``src/cuda/op/gemm.cc``, ``TargetHasTmem``) →
+  sm_100; ``T.wgmma_gemm`` lowers on Hopper only (``AllowWgmma``:
+  ``TargetIsHopper``) → sm_90.  Judging such a kernel on sm_80 would report
+  on a build that cannot exist.
 """
 
 from __future__ import annotations
@@ -99,15 +106,34 @@ def directive_targets(source: str) -> Tuple[Tuple[str, ...], Tuple[str, ...], Op
 
 
 def named_targets(source: str) -> Tuple[str, ...]:
-    """Known targets the code names (see the module docstring), in order."""
-    if not _MAYBE.search(source):
-        return ()
+    """Known targets the code names, in order; else the targets its ops
+    require (see the module docstring)."""
     out: List[str] = []
-    for value in _target_strings(source):
-        for name in _archs_in(value):
-            norm = targets_mod.normalise(name)
-            if targets_mod.get(norm) is not None and norm not in out:
-                out.append(norm)
+    if _MAYBE.search(source):
+        for value in _target_strings(source):
+            for name in _archs_in(value):
+                norm = targets_mod.normalise(name)
+                if targets_mod.get(norm) is not None and norm not in out:
+                    out.append(norm)
+    if not out:
+        out = list(required_targets(source))
+    return tuple(out)
+
+
+# Ops that lower on one architecture family only (called as ``X.op(``).
+_REQUIRES = re.compile(r"\.\s*(?:(?P<tmem>alloc_tmem|tcgen05_\w+)|(?P<wgmma>wgmma_gemm\w*))\s*\(")
+
+
+def required_targets(source: str) -> Tuple[str, ...]:
+    """sm_100 for tensor memory / tcgen05, sm_90 for wgmma_gemm (first use first)."""
+    if "tcgen05_" not in source and "alloc_tmem" not in source and "wgmma_gemm" not in source:
+        return ()
+    code = _LEXEME.sub(lambda m: " " * len(m.group(0)), source)  # comments, strings out
+    out: List[str] = []
+    for m in _REQUIRES.finditer(code):
+        t = "sm_100" if m.group("tmem") else "sm_90"
+        if t not in out:
+            out.append(t)
     return tuple(out)
 
 

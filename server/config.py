@@ -34,7 +34,9 @@ Which targets a file is analysed for (``Config.targets_for``), first that applie
 2. ``# tilelint: target sm_90 [sm_100 ...]`` in the file's first comment block;
 3. the first ``per-file-targets`` entry whose glob matches the file;
 4. the architectures the file's code names (``target="cuda -arch=sm_90"``,
-   ``{"kind": "cuda", "arch": "sm_100"}``; ``tilelint.analysis.directives``);
+   ``{"kind": "cuda", "arch": "sm_100"}``), else those its ops require
+   (``T.alloc_tmem`` → sm_100, ``T.wgmma_gemm`` → sm_90;
+   ``tilelint.analysis.directives``);
 5. ``target``/``targets`` of the configuration;
 6. sm_80.
 

@@ -274,6 +274,27 @@ def test_named_targets(code, named):
     assert directives.read_targets(code).named == named
 
 
+@pytest.mark.parametrize("code,named", [
+    # tensor memory and tcgen05 lower on sm_100-sm_110 only, wgmma_gemm on Hopper only
+    ('C = T.alloc_tmem([128, 256], "float32")\n', ("sm_100",)),
+    ('T.tcgen05_gemm(A_s, B_s, C_t, mbar=m)\n', ("sm_100",)),
+    ('T.wgmma_gemm(A_s, B_s, C_l)\n', ("sm_90",)),
+    ('T.wgmma_gemm(A_s, B_s, C_l)\nC = T.alloc_tmem([128, 256], "float32")\n',
+     ("sm_90", "sm_100")),
+    # an architecture the code names comes first
+    ('k = tilelang.compile(f, target="sm_103")\nC = T.alloc_tmem([1, 1], "float32")\n',
+     ("sm_103",)),
+    # not in a comment or a string
+    ('# C = T.alloc_tmem([128, 256], "float32")\nx = "T.wgmma_gemm(a)"\n', ()),
+])
+def test_required_targets(code, named):
+    assert directives.read_targets(code).named == named
+
+
+def test_tmem_file_is_judged_on_sm_100_by_default():
+    assert Config().targets_for(TMEM, TMEM.read_text()) == ("sm_100",)
+
+
 def test_reading_never_raises_on_bad_text():
     for src in ("def f(:\n target='sm_90", "'''", "\x00", "", "# tilelint: target \udcff"):
         directives.read_targets(src)
