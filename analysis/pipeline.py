@@ -86,6 +86,8 @@ def analyze_kernel(module: Module, kernel: Kernel, target: str, settings: Settin
     # it holds for.
     merged: Dict[Tuple[str, int, int, str], Tuple[Diagnostic, List[str]]] = {}
     base_kernel = kernel
+    # TL002: one per kernel, over every instance analysed.
+    unknown_per_instance: List[Tuple[str, Dict[str, "Unresolved"]]] = []
     for inst in insts:
         env = inst.env
         # Loops whose conditional iterator takes its serial arm here are plain
@@ -130,11 +132,12 @@ def analyze_kernel(module: Module, kernel: Kernel, target: str, settings: Settin
             ascend, adiags = sync_ascend.analyze_ascend(
                 kernel, env, list(pipelined_loops(kernel.body)))
             kdiags.extend(adiags)
-        kdiags.extend(unresolved_diagnostics(kernel, env))
+        unknown = unresolved_values(module, kernel, env, source, inst.call)
+        unknown_per_instance.append((inst.label, unknown))
         results.append(KernelResult(
             kernel=base_kernel,
             bindings=inst.bindings,
-            unresolved=tuple(sorted(_unresolved_names(kernel, env))),
+            unresolved=tuple(sorted(unknown)),
             threads=threads,
             warp_specialized=ws,
             shared_bytes=None if pack is None else pack.arena_bytes,
@@ -153,6 +156,8 @@ def analyze_kernel(module: Module, kernel: Kernel, target: str, settings: Settin
             labels = merged[key][1]
             if inst.label not in labels:
                 labels.append(inst.label)
+    for d in unresolved_diagnostic(module, base_kernel, unknown_per_instance, source):
+        merged[(d.code, d.span.line, d.span.col, d.message)] = (d, list(d.configs))
     diags: List[Diagnostic] = []
     tinfo = targets_mod.get(target)
     if tinfo is not None and tinfo.kind == "cuda" and insts:
@@ -269,24 +274,452 @@ def _relevant_exprs(kernel: Kernel):
 
 
 def _unresolved_names(kernel: Kernel, env: values.Env) -> Set[str]:
+    """The raw names ``Env.missing`` gives for the kernel's sizes and schedule."""
     names: Set[str] = set()
     for e in _relevant_exprs(kernel):
         names |= env.missing(e)
     return names
 
 
-def unresolved_diagnostics(kernel: Kernel, env: values.Env) -> List[Diagnostic]:
-    names = sorted(n for n in _unresolved_names(kernel, env) if n != "<symbolic>")
-    if not names:
+from dataclasses import dataclass as _dataclass  # noqa: E402  (TL002 section)
+
+# Names that hold an object, never a value a binding could give.
+_NOT_VALUES = ("self", "cls")
+# Attributes of a dtype object (``DataType(x).bits``): the dtype is the value.
+_DTYPE_ATTRS = ("bits", "bytes", "lanes")
+
+
+@_dataclass(frozen=True)
+class Unresolved:
+    """One value that keeps a kernel's sizes or schedule unknown."""
+
+    name: str  # as shown: ``N``, ``self.block_m``
+    why: str = ""  # why it is unknown ("" when not known)
+    bind: Optional[str] = None  # the name a ``# tilelint: bind`` would set (None: none)
+
+
+def unresolved_values(module: Module, kernel: Kernel, env: values.Env,
+                      source: Optional[str] = None,
+                      call=None) -> Dict[str, Unresolved]:
+    """Every value that keeps ``kernel``'s shared-memory sizes, dtypes, threads or
+    schedule from being known in ``env``, keyed by the name shown to the user.
+
+    Each is traced to where it comes from: a parameter without a value, the
+    argument of a call that is unknown where the call is, an import, an
+    attribute of ``self``.  Objects (``self``, ``cls``, modules) are never
+    offered for binding: an attribute read through a local name is bound by
+    that name, one read directly has no binding."""
+    ctx = _TraceCtx(module, kernel, env, source, call)
+    for e in _relevant_exprs(kernel):
+        try:
+            ctx.visit(e, None, 0)
+        except RecursionError:  # pragma: no cover - depth is bounded below
+            continue
+    return ctx.found
+
+
+class _TraceCtx:
+    def __init__(self, module: Module, kernel: Kernel, env: values.Env,
+                 source: Optional[str], call) -> None:
+        self.module = module
+        self.kernel = kernel
+        self.env = env
+        self.source = source
+        self.call = call
+        self.found: Dict[str, Unresolved] = {}
+        self._seen: Set[Tuple[str, Optional[str]]] = set()
+        self._imports: Optional[Dict[str, Tuple[str, bool]]] = None
+
+    # -- recording ------------------------------------------------------------
+    def add(self, name: str, why: str, bind: Optional[str]) -> None:
+        if name == "<symbolic>" or name in self.found:
+            return
+        if bind is not None and (bind in _NOT_VALUES or bind == "<symbolic>"
+                                 or self.is_module(bind)):
+            bind = None
+        self.found[name] = Unresolved(name, why, bind)
+
+    # -- the walk -----------------------------------------------------------------
+    def visit(self, e, proxy: Optional[str], depth: int) -> None:
+        from .model import Attr, BinOp, Call, Compare, DictExpr, IfExp, Name, Subscript, \
+            TupleExpr, UnaryOp
+        if e is None or depth > 48:
+            return
+        blocked, miss = self.blocked(e)
+        if not blocked:
+            return
+        before = len(self.found)
+        if isinstance(e, Name):
+            self.name(e.id, proxy, depth)
+        elif isinstance(e, (Attr, Subscript)) and not (
+                isinstance(e, Attr) and e.attr in _DTYPE_ATTRS):
+            root, text = _chain(e)
+            if root is not None and (root in _NOT_VALUES or self.is_module(root) or (
+                    isinstance(e, Attr) and self.env.missing(Name(root)))):
+                # An attribute (or item) of an object: the object is no value.
+                self.add(text, self.object_why(root, text), proxy)
+            elif isinstance(e, Attr):
+                self.visit(e.base, proxy, depth + 1)
+            else:
+                self.visit(e.value, proxy, depth + 1)
+                self.visit(e.index, proxy, depth + 1)
+        elif isinstance(e, Attr):  # ``x.bits``: the dtype x is the value
+            self.visit(e.base, proxy, depth + 1)
+        elif isinstance(e, BinOp):
+            self.visit(e.left, proxy, depth + 1)
+            self.visit(e.right, proxy, depth + 1)
+        elif isinstance(e, UnaryOp):
+            self.visit(e.operand, proxy, depth + 1)
+        elif isinstance(e, Compare):
+            self.visit(e.left, proxy, depth + 1)
+            self.visit(e.right, proxy, depth + 1)
+        elif isinstance(e, IfExp):
+            self.visit(e.test, proxy, depth + 1)
+            self.visit(e.body, proxy, depth + 1)
+            self.visit(e.orelse, proxy, depth + 1)
+        elif isinstance(e, TupleExpr):
+            for x in e.items:
+                self.visit(x, proxy, depth + 1)
+        elif isinstance(e, DictExpr):
+            for _, x in e.items:
+                self.visit(x, proxy, depth + 1)
+        elif isinstance(e, Call):
+            for x in e.args:
+                self.visit(x, proxy, depth + 1)
+            for _, x in e.kwargs:
+                self.visit(x, proxy, depth + 1)
+        if len(self.found) == before:
+            # Nothing more specific found: name what ``Env.missing`` names.
+            for n in sorted(miss):
+                if n in _NOT_VALUES or self.is_module(n):
+                    if proxy is not None:
+                        self.add(proxy, self.local_why(proxy), proxy)
+                    else:
+                        self.add(values.expr_text(e), self.object_why(n, n), None)
+                else:
+                    self.add(n, self.why(n), n)
+            if not miss and proxy is None:
+                # Unknown without a name to blame (a call tilelint does not
+                # follow, a missing attribute): name the expression.
+                text = _chain(e)[1]
+                self.add(text, _why_text(self.env, e) or "not computable statically", None)
+
+    def blocked(self, e) -> Tuple[bool, Set[str]]:
+        """(whether ``e`` is unknown, the names that block it)."""
+        try:
+            self.env._eval(e, 0)
+            return False, set()
+        except values.Unknown as exc:
+            return True, set(exc.names)
+        except Exception:  # noqa: BLE001 - a value that fails is not "unknown"
+            return False, set()
+
+    def name(self, n: str, proxy: Optional[str], depth: int) -> None:
+        env = self.env
+        key = (n, proxy)
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        if n in env.values:
+            v = env.values[n]
+            if isinstance(v, values.Symbolic):
+                s = v.name
+                if s in _NOT_VALUES:
+                    if proxy is not None:
+                        self.add(proxy, self.local_why(proxy), proxy)
+                else:
+                    self.add(s, self.why(s), s)
+            elif isinstance(v, values.Unresolved):
+                # A value handed over from elsewhere (``**cfg``, a helper's
+                # result): only this name can be bound here.
+                self.add(n, self.why(n, sorted(v.names)), n)
+            elif v is None:
+                self.add(n, "given as None", n)
+            return
+        if n in env.exprs:
+            before = len(self.found)
+            self.visit(env.exprs[n], n, depth + 1)
+            if len(self.found) == before:
+                self.add(n, self.why(n), n)
+            return
+        if n in _NOT_VALUES:
+            if proxy is not None:
+                self.add(proxy, self.local_why(proxy), proxy)
+            return
+        self.add(n, self.why(n), n)
+
+    # -- why ---------------------------------------------------------------------
+    def imports(self) -> Dict[str, Tuple[str, bool]]:
+        if self._imports is None:
+            self._imports = _imported_names(self.source or "")
+        return self._imports
+
+    def is_module(self, name: str) -> bool:
+        hit = self.imports().get(name)
+        return hit is not None and hit[1] and name not in self.env.values \
+            and name not in self.env.exprs
+
+    def owner(self, name: str) -> Optional[str]:
+        """The function whose parameter ``name`` is."""
+        k = self.kernel
+        for p in tuple(k.factory_params) + tuple(k.params):
+            if p.name != name:
+                continue
+            hit = _source_facts(self.source or "")[1].get((name, p.span.line))
+            if hit is not None:
+                return hit
+            for fname, params in getattr(self.module, "functions", ()):
+                if any(q.span == p.span and q.name == name for q in params):
+                    return fname
+            return k.factory if p in k.factory_params and k.factory else k.name
+        return None
+
+    def why(self, n: str, depends: Sequence[str] = ()) -> str:
+        src = self.env.sources.get(n, "")
+        dep = [d for d in depends if d != n]
+        dep_txt = (", which depends on " + ", ".join(
+            f"`{d}`" for d in dep)) if dep else ""
+        if src == "parameter":
+            owner = self.owner(n)
+            head = f"parameter of `{owner}` without a default" if owner else \
+                "parameter without a default"
+            return f"{head}, {self.call_note(n, owner)}"
+        if src.startswith("call at line"):
+            where, _, rest = src.partition(" (unknown there: ")
+            rest = rest.rstrip(")")
+            return f"the {where} passes a value unknown there" + (
+                f" ({rest})" if rest else "")
+        if src.startswith("**"):
+            return f"given by {src}{dep_txt or ' as an unknown value'}"
+        if src == "autotune config":
+            return f"from an autotune configuration{dep_txt}"
+        if src in ("default", "module constant", "assignment"):
+            expr = self.env.exprs.get(n)
+            what = {"default": "default", "module constant": "module constant",
+                    "assignment": "assigned"}[src]
+            text = values.expr_text(expr) if expr is not None else ""
+            reason = _why_text(self.env, expr)
+            return f"{what} `{text}`" + (f": {reason}" if reason else "") if text else what
+        hit = self.imports().get(n)
+        if hit is not None:
+            return f"imported from `{hit[0]}`; tilelint does not read other modules"
+        for name, expr in self.kernel.locals:
+            if name == n:
+                return "a size given to `T.const`/`T.dynamic`, known only from the tensors " \
+                       "at call time"
+        if dep_txt:
+            return dep_txt[2:]
+        return "not defined anywhere tilelint follows in this file"
+
+    def call_note(self, n: str, owner: Optional[str] = None) -> str:
+        k = self.kernel
+        if owner is not None and owner != (k.factory or k.name):
+            # A parameter of another level (a jit function returned by the
+            # factory): its calls are not followed.
+            mine = [c for c in getattr(self.module, "call_sites", ())
+                    if c.func == owner or c.func.endswith("." + owner)]
+            if not mine:
+                return "no call site in this file"
+            return (f"its call at line {mine[0].span.line} is not followed (only calls of "
+                    f"`{k.factory or k.name}` are)")
+        calls = values.call_sites_for(self.module, self.kernel)
+        if not calls:
+            return "no call site in this file"
+        call = self.call if self.call is not None else calls[0]
+        if call.star_kwargs:
+            star = ", ".join(f"**{values.expr_text(s)}" for s in call.star_kwargs)
+            return f"the call at line {call.span.line} passes it in {star}, which is not known"
+        return f"not passed by the call at line {call.span.line}"
+
+    def local_why(self, n: str) -> str:
+        expr = self.env.exprs.get(n)
+        text = values.expr_text(expr) if expr is not None else ""
+        obj = self.object_why("self", "self")
+        return (f"assigned `{text}`; " if text else "") + obj
+
+    def object_why(self, root: str, text: str) -> str:
+        if root in _NOT_VALUES:
+            cls = self.kernel.class_name
+            if cls is None:
+                return f"`{root}` is an object tilelint does not build"
+            if isinstance(self.env.values.get(root), values.Symbolic):
+                return f"`{root}` is a `{cls}` object, which tilelint does not build " \
+                       f"for a method's kernel"
+            built = any(c.func == cls or c.func.endswith("." + cls)
+                        for c in getattr(self.module, "call_sites", ()))
+            if not built:
+                return f"`{root}` is a `{cls}` object and this file never builds one"
+            return f"`{cls}` gives it no value tilelint can compute"
+        hit = self.imports().get(root)
+        if hit is not None:
+            return f"`{root}` is imported from `{hit[0]}`; tilelint does not read other modules"
+        return f"`{root}` is not known: {self.why(root)}"
+
+
+def _chain(e) -> Tuple[Optional[str], str]:
+    """The root name of an attribute/item chain (``self.cfg["k"]`` → self) and
+    its text."""
+    from .model import Attr, Const, Name, Subscript
+    if isinstance(e, Name):
+        return e.id, e.id
+    if isinstance(e, Attr):
+        root, text = _chain(e.base)
+        return root, f"{text}.{e.attr}"
+    if isinstance(e, Subscript):
+        root, text = _chain(e.value)
+        idx = repr(e.index.value) if isinstance(e.index, Const) else "…"
+        return root, f"{text}[{idx}]"
+    return None, values.expr_text(e)
+
+
+def _why_text(env: values.Env, expr) -> str:
+    """What stops ``expr`` (the ``why`` of the resolver, said for a person)."""
+    if expr is None:
+        return ""
+    try:
+        env._eval(expr, 0)
+        return ""
+    except values.Unknown as exc:
+        why = exc.why
+    except Exception as exc:  # noqa: BLE001
+        return type(exc).__name__
+    if why.startswith("call "):
+        return f"a call of `{why[5:]}` tilelint does not follow"
+    if why.startswith("attribute "):
+        return f"attribute `.{why[10:]}` of an object"
+    return why
+
+
+_IMPORT_FROM = re.compile(r"^[ \t]*from[ \t]+(?P<mod>[\w.]+)[ \t]+import[ \t]+"
+                          r"(?P<names>\([^)]*\)|[^\n#;]*)", re.MULTILINE)
+_IMPORT = re.compile(r"^[ \t]*import[ \t]+(?P<names>[^\n#;]*)", re.MULTILINE)
+
+
+def _imported_names(source: str) -> Dict[str, Tuple[str, bool]]:
+    """name → (module it comes from, whether the name is that module itself)."""
+    out: Dict[str, Tuple[str, bool]] = {}
+    if "import" not in source:
+        return out
+    for m in _IMPORT_FROM.finditer(source):
+        for part in m.group("names").strip("()").replace("\\", " ").split(","):
+            words = part.split()
+            if not words or words[0] == "*":
+                continue
+            local = words[2] if len(words) == 3 and words[1] == "as" else words[0]
+            out.setdefault(local, (m.group("mod"), False))
+    for m in _IMPORT.finditer(source):
+        for part in m.group("names").split(","):
+            words = part.split()
+            if not words:
+                continue
+            if len(words) == 3 and words[1] == "as":
+                out.setdefault(words[2], (words[0], True))
+            else:
+                out.setdefault(words[0].split(".")[0], (words[0], True))
+    return out
+
+
+def unresolved_diagnostic(module: Module, kernel: Kernel,
+                          per_instance: Sequence[Tuple[str, Dict[str, Unresolved]]],
+                          source: Optional[str] = None) -> List[Diagnostic]:
+    """TL002: one per kernel, naming every unknown value of every instance
+    analysed, sorted, each with why it is unknown, and the names a
+    ``# tilelint: bind`` comment can give (never ``self``/``cls``)."""
+    found: Dict[str, Unresolved] = {}
+    labels: List[str] = []
+    for label, unknown in per_instance:
+        if unknown:
+            labels.append(label)
+        for name, u in unknown.items():
+            found.setdefault(name, u)
+    if not found:
         return []
-    example = " ".join(f"{n}=…" for n in names)
-    what = ", ".join(f"`{n}`" for n in names)
-    return [Diagnostic(
-        code="TL002", severity="information", span=kernel.name_span, kernel=kernel.name,
-        message=(f"{what} {'stays' if len(names) == 1 else 'stay'} symbolic in `{kernel.name}`, "
-                 f"so shared-memory bytes or the schedule cannot be computed; bind "
-                 f"{'it' if len(names) == 1 else 'them'} with `# tilelint: bind {example}` "
-                 f"above the kernel or under [tool.tilelint.bindings]"))]
+    items = [found[n] for n in sorted(found)]
+    what = ", ".join(f"`{u.name}`" + (f" ({u.why})" if u.why else "") for u in items)
+    one = len(items) == 1
+    msg = (f"{what} {'stays' if one else 'stay'} symbolic in `{kernel.name}`, so "
+           f"shared-memory bytes or the schedule cannot be computed")
+    binds = sorted({u.bind for u in items if u.bind is not None})
+    fixes: Tuple[object, ...] = ()
+    if binds:
+        example = " ".join(f"{n}=…" for n in binds)
+        via = [u for u in items if u.bind is not None and u.bind != u.name]
+        msg += (f"; bind {'it' if len(binds) == 1 else 'them'} with `# tilelint: bind {example}` "
+                f"above the kernel or under [tool.tilelint.bindings]")
+        if via:
+            msg += " (" + ", ".join(f"`{u.name}` through `{u.bind}`" for u in via) + ")"
+        fix = _bind_fix(kernel, example, source)
+        if fix is not None:
+            fixes = (fix,)
+    stuck = [u.name for u in items if u.bind is None]
+    if stuck:
+        msg += ("; " + ", ".join(f"`{n}`" for n in stuck)
+                + (" is" if len(stuck) == 1 else " are")
+                + " read from an object, which `# tilelint: bind` cannot give")
+    configs: Tuple[str, ...] = ()
+    if len(per_instance) > 1 and len(labels) < len(per_instance):
+        configs = tuple(labels)
+    return [Diagnostic(code="TL002", severity="information", span=kernel.name_span,
+                       kernel=kernel.name, message=msg, fixes=fixes, configs=configs)]
+
+
+def _bind_fix(kernel: Kernel, example: str, source: Optional[str]) -> Optional[Fix]:
+    """Insert ``# tilelint: bind a=… b=…`` above the factory (or the kernel) and
+    its decorators, to be filled in."""
+    from .model import Fix, TextEdit
+    if not source:
+        return None
+    span = kernel.factory_span if kernel.factory_span is not None else kernel.name_span
+    first = _source_facts(source)[0].get(span.line)
+    if first is None:
+        return None
+    line, indent = first
+    comment = f"{' ' * indent}# tilelint: bind {example}"
+    return Fix(title=f"Add `# tilelint: bind {example}` above `def "
+                     f"{kernel.factory or kernel.name}` (fill in the values)",
+               edits=(TextEdit(Span(line, 0, line, 0), comment + "\n"),))
+
+
+_FACTS: Dict[int, Tuple[str, Tuple[Dict[int, Tuple[int, int]], Dict[Tuple[str, int], str]]]] = {}
+
+
+def _source_facts(source: str) -> Tuple[Dict[int, Tuple[int, int]],
+                                        Dict[Tuple[str, int], str]]:
+    """From CPython's parser (nothing when the file does not parse): def line →
+    (first line of its decorators or the def line, its column); (parameter,
+    line) → the function it belongs to, at every nesting level."""
+    import ast
+    key = hash(source)
+    hit = _FACTS.get(key)
+    if hit is not None and hit[0] == source:
+        return hit[1]
+    starts: Dict[int, Tuple[int, int]] = {}
+    owners: Dict[Tuple[str, int], str] = {}
+    try:
+        tree = ast.parse(source) if source else None
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = None
+    if tree is not None:
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+                starts[node.lineno] = (first, node.col_offset)
+                a = node.args
+                for arg in (list(getattr(a, "posonlyargs", [])) + list(a.args)
+                            + list(a.kwonlyargs) + [x for x in (a.vararg, a.kwarg) if x]):
+                    owners.setdefault((arg.arg, arg.lineno), node.name)
+    if len(_FACTS) > 8:
+        _FACTS.clear()
+    _FACTS[key] = (source, (starts, owners))
+    return starts, owners
+
+
+def unresolved_diagnostics(kernel: Kernel, env: values.Env,
+                           module: Optional[Module] = None,
+                           source: Optional[str] = None) -> List[Diagnostic]:
+    """TL002 for one environment of ``kernel``."""
+    found = unresolved_values(module or Module(), kernel, env, source)
+    return unresolved_diagnostic(module or Module(), kernel, [("", found)], source)
 
 
 # --------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import math
 import operator
+import re
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
@@ -54,6 +55,7 @@ _DTYPE_ALIASES = {
     "float": "float32", "half": "float16", "double": "float64", "int": "int32",
     "bool": "bool", "fp16": "float16", "bf16": "bfloat16", "fp32": "float32",
     "fp8": "float8_e4m3", "e4m3_float8": "float8_e4m3", "e5m2_float8": "float8_e5m2",
+    "long": "int64", "short": "int16", "uint": "uint32",
 }
 
 _DTYPE_BITS = {
@@ -71,15 +73,84 @@ def normalise_dtype(value: object) -> Optional[str]:
 
 
 def dtype_bits(dtype: Optional[str]) -> Optional[int]:
-    if dtype is None:
+    """Bits of one element of ``dtype`` (all lanes of a vector type such as
+    ``float16x2``), or None if the name is not a dtype."""
+    info = dtype_info(dtype)
+    return None if info is None else info[0] * info[1]
+
+
+# ``custom[float4_e2m1_unpacked]8``: tilelang's spelling of a few custom types.
+_CUSTOM_DTYPE = re.compile(r"custom\[(?P<name>\w+)\](?P<bits>\d+)")
+_LANES = re.compile(r"(?P<base>\w+?)x(?P<lanes>\d+)")
+_SIZED = re.compile(r"(?:u?int|float|bfloat)(?P<bits>\d+)")
+
+
+def dtype_info(dtype: Optional[str]) -> Optional[Tuple[int, int]]:
+    """(bits per lane, lanes) of a dtype name, as ``tvm.DataType(name)`` has
+    them in tilelang 0.1.15 (``.bits``, ``.lanes``; ``.bytes`` is
+    ``(bits * lanes + 7) // 8``): ``float16`` (16, 1), ``int4`` (4, 1),
+    ``bool`` (8, 1), ``float8_e4m3fn`` (8, 1), ``float4_e2m1fn`` (4, 1),
+    ``float4_e2m1_unpacked`` (8, 1: one byte per value), ``float16x2`` (16, 2).
+    None when the name is not a dtype."""
+    if not isinstance(dtype, str) or not dtype or len(dtype) > 64:
         return None
-    if dtype in _DTYPE_BITS:
-        return _DTYPE_BITS[dtype]
-    if dtype.startswith("float8") or dtype.startswith("int8") or dtype.startswith("uint8"):
-        return 8
-    if dtype.startswith("float4") or dtype.startswith("float6"):
-        return int(dtype[5]) if dtype[5].isdigit() else None
+    m = _CUSTOM_DTYPE.fullmatch(dtype)
+    if m is not None:
+        return int(m.group("bits")), 1
+    bits = _base_bits(dtype)
+    if bits is not None:
+        return bits, 1
+    m = _LANES.fullmatch(dtype)
+    if m is not None:
+        bits = _base_bits(m.group("base"))
+        lanes = int(m.group("lanes"))
+        if bits is not None and 1 <= lanes <= 1024:
+            return bits, lanes
     return None
+
+
+def _base_bits(name: str) -> Optional[int]:
+    if name in _DTYPE_BITS:
+        return _DTYPE_BITS[name]
+    if name.endswith("_unpacked") and name.startswith("float4"):
+        return 8  # one float4 value per byte (tilelang's float4_e2m1_unpacked)
+    for prefix, bits in (("float8_", 8), ("float6_", 6), ("float4_", 4)):
+        if name.startswith(prefix) and name[len(prefix):].replace("_", "").isalnum():
+            return bits
+    m = _SIZED.fullmatch(name)
+    if m is not None:
+        bits = int(m.group("bits"))
+        if name.startswith("bfloat"):
+            return bits if bits == 16 else None
+        if name.startswith("float"):
+            return bits if bits in (4, 6, 8, 16, 32, 64) else None
+        return bits if 1 <= bits <= 64 else None
+    return None
+
+
+def dtype_attribute(dtype: object, attr: str) -> Optional[int]:
+    """``.bits`` / ``.bytes`` / ``.lanes`` of a dtype value (a dtype object of
+    tilelang is a ``str`` subclass, which is how the resolver holds it)."""
+    info = dtype_info(dtype) if isinstance(dtype, str) else None
+    if info is None:
+        return None
+    bits, lanes = info
+    if attr == "bits":
+        return bits
+    if attr == "lanes":
+        return lanes
+    if attr == "bytes":
+        return (bits * lanes + 7) // 8
+    return None
+
+
+# The calls that turn a dtype name into a dtype object (``tvm.DataType`` is
+# ``tvm_ffi.dtype``, a ``str`` subclass, as is ``T.dtype``).
+DTYPE_CONSTRUCTORS = frozenset({
+    "DataType", "tvm.DataType", "tvm.runtime.DataType", "tvm.ffi.runtime_ctypes.DataType",
+    "tilelang.DataType", "tl.DataType", "T.DataType", "T.dtype", "tl.dtype", "tilelang.dtype",
+    "tvm_ffi.dtype",
+})
 
 
 _BIN = {
@@ -219,6 +290,11 @@ class Env:
                 return base[e.attr]
             if isinstance(base, str) and base == "T":
                 return e.attr
+            if e.attr in ("bits", "bytes", "lanes") and isinstance(base, str):
+                # ``DataType(dtype).bits``, ``T.float16.bytes``, ``in_dtype.bits``
+                size = dtype_attribute(normalise_dtype(base), e.attr)
+                if size is not None:
+                    return size
             raise Unknown([], f"attribute {e.attr}")
         if isinstance(e, BinOp):
             fn = _BIN.get(e.op)
@@ -326,8 +402,16 @@ class Env:
             return math.log2(self._eval(args[0], depth + 1))
         if f in ("math.sqrt",):
             return math.sqrt(self._eval(args[0], depth + 1))
-        if f in ("T.dtype", "str"):
+        if f == "str":
             return self._eval(args[0], depth + 1)
+        if f in DTYPE_CONSTRUCTORS and len(args) == 1 and not e.kwargs and (
+                self.program is None or f not in self.program.defs):
+            # ``tvm.DataType(x)`` / ``T.dtype(x)``: the dtype named by x (a
+            # dtype is a str subclass in tilelang 0.1.15).
+            d = normalise_dtype(self._eval(args[0], depth + 1))
+            if dtype_info(d) is None:
+                raise Unknown([], f"{f} of something that is not a dtype name")
+            return d
         if f in ("T.const", "T.dynamic", "T.symbolic", "T.var"):
             names = []
             if args and isinstance(args[0], Const) and isinstance(args[0].value, str):
