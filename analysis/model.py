@@ -491,7 +491,7 @@ class KernelResult:
     unresolved: Tuple[str, ...] = ()
     threads: Optional[int] = None
     warp_specialized: bool = False
-    shared_bytes: Optional[int] = None
+    shared_bytes: Optional[int] = None  # the dynamic arena (MergeSharedMemoryAllocations)
     shared_budget: Optional[int] = None
     no_reuse_bytes: Optional[int] = None
     buffers: Tuple[BufferInfo, ...] = ()
@@ -499,6 +499,17 @@ class KernelResult:
     sync: Optional[KernelSync] = None
     ascend: Optional[AscendResult] = None
     config_label: str = ""
+    # Static ``__shared__`` bytes (scope="shared" buffers, mbarriers).
+    shared_static_bytes: int = 0
+
+    @property
+    def shared_total(self) -> Optional[int]:
+        """Shared memory per block: the dynamic arena plus the static bytes.  The
+        launch needs this much, the per-block limit applies to it, and every
+        output (TL201/TL203, explain, the hover) reports this number."""
+        if self.shared_bytes is None:
+            return None
+        return self.shared_bytes + self.shared_static_bytes
 
 
 @dataclass(frozen=True)

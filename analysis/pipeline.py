@@ -143,6 +143,7 @@ def analyze_kernel(module: Module, kernel: Kernel, target: str, settings: Settin
             shared_bytes=None if pack is None else pack.arena_bytes,
             shared_budget=None if tinfo is None else tinfo.smem_budget,
             no_reuse_bytes=None if pack is None else pack.no_reuse_bytes,
+            shared_static_bytes=0 if pack is None else pack.static_bytes,
             buffers=() if pack is None else tuple(pack.buffers),
             loops=tuple(loop_results),
             sync=ksync,

@@ -16,6 +16,9 @@ SCHEMA = 1
 
 
 def diagnostic_json(d: Diagnostic) -> Dict[str, object]:
+    """A diagnostic; ``column``/``end_column`` are 0-based code points, as in
+    ``tilelint check --format json`` (the text outputs of both commands show
+    ``column + 1``)."""
     out: Dict[str, object] = {
         "code": d.code,
         "severity": d.severity,
@@ -72,7 +75,11 @@ def kernel_json(kr: KernelResult) -> Dict[str, object]:
         "threads": kr.threads,
         "warp_specialized": kr.warp_specialized,
         "shared": {
+            # bytes: the dynamic arena; total_bytes (arena + static) is what the
+            # launch needs, the number TL201/TL203 and the text output give.
             "bytes": kr.shared_bytes,
+            "static_bytes": kr.shared_static_bytes,
+            "total_bytes": kr.shared_total,
             "budget": kr.shared_budget,
             "buffers": [buffer_json(b) for b in kr.buffers],
         },
@@ -204,10 +211,28 @@ def text_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join([fmt(header), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows])
 
 
+def shared_text(kr: KernelResult, unit: str = "B", target: Optional[str] = None) -> str:
+    """The kernel's shared memory per block in the words TL201 uses: the total
+    (what the launch needs and the per-block limit applies to), the budget, and
+    the dynamic arena and static bytes it is made of."""
+    total = kr.shared_total
+    if total is None:
+        return "?"
+    out = f"{total} {unit} ({kib(total)})"
+    if kr.shared_budget:
+        out += (f" of the {target} budget" if target else " of a budget") + \
+            f" of {kr.shared_budget} {unit} ({kib(kr.shared_budget)})"
+    out += f" (arena {kr.shared_bytes} {unit}"
+    if kr.shared_static_bytes:
+        out += f" + static {kr.shared_static_bytes} {unit}"
+    return out + ")"
+
+
 def arena_map(kr: KernelResult, width: int = 64) -> str:
-    """A bar of the whole arena with each buffer's span."""
+    """A bar of the whole dynamic arena with each buffer's span (static
+    ``__shared__`` buffers have offsets of their own and are left out)."""
     total = kr.shared_bytes
-    bufs = [b for b in kr.buffers if b.offset is not None and b.bytes]
+    bufs = [b for b in kr.buffers if b.offset is not None and b.bytes and b.scope != "shared"]
     if not total or not bufs:
         return ""
     lines = []
@@ -217,7 +242,7 @@ def arena_map(kr: KernelResult, width: int = 64) -> str:
         end = max(start + 1, int(round((b.offset + b.bytes) / scale)))  # type: ignore[operator]
         bar = "." * start + "#" * (end - start) + "." * max(0, width - end)
         lines.append(f"|{bar[:width]}| {b.name} @ {b.offset} +{b.bytes}")
-    lines.append(f"0{' ' * (width - 1)}{total} bytes")
+    lines.append(f"0{' ' * (width - 1)}{total} bytes (dynamic arena)")
     return "\n".join(lines)
 
 
@@ -264,15 +289,14 @@ def explain_text(analysis: Analysis) -> str:
                               if s.cp_async_commit or s.cp_async_wait else "")
                            + (f", mbarrier waits×{s.mbarrier_wait}" if s.mbarrier_wait else ""))
         if kr.buffers:
-            out.append(f"  shared memory: {kr.shared_bytes} bytes ({kib(kr.shared_bytes)})"
-                       + (f" of {kr.shared_budget} ({kib(kr.shared_budget)})"
-                          if kr.shared_budget else "")
-                       + (f"; without reuse {kr.no_reuse_bytes}"
+            out.append(f"  shared memory: {shared_text(kr, target=analysis.target)}"
+                       + (f"; arena without reuse {kr.no_reuse_bytes} B"
                           if kr.no_reuse_bytes is not None else ""))
             for b in kr.buffers:
                 shape = "×".join(str(x) for x in b.shape)
-                out.append(f"    {b.name:<16} {shape} {b.dtype} ×{b.versions} = {b.bytes} bytes"
-                           f" @ {b.offset}")
+                where = "static @" if b.scope == "shared" else "@"
+                out.append(f"    {b.name:<16} {shape} {b.dtype} ×{b.versions} = {b.bytes} B"
+                           f" {where} {b.offset}")
         if kr.sync is not None:
             s = kr.sync
             out.append(f"  sync: __syncthreads×{s.syncthreads}, cp.async commit×{s.cp_async_commit},"
@@ -281,7 +305,8 @@ def explain_text(analysis: Analysis) -> str:
         out.append("")
         out.append("diagnostics:")
         for d in analysis.diagnostics:
-            out.append(f"  {d.span.line}:{d.span.col}: {d.code} [{d.severity}] {d.message}")
+            # 1-based column, as ``tilelint check`` prints it.
+            out.append(f"  {d.span.line}:{d.span.col + 1}: {d.code} [{d.severity}] {d.message}")
     return "\n".join(out) + "\n"
 
 

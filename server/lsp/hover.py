@@ -87,7 +87,7 @@ def whatif_rows(lines: Sequence[str], path: str, settings: Settings, caches: Cac
                     s = lr.sync
                     row["sync"] = f"sync×{s.syncthreads}" + (
                         f", wait_group {list(s.cp_async_wait)}" if s.cp_async_wait else "")
-                row["bytes"] = kr.shared_bytes
+                row["bytes"] = kr.shared_total  # what the budget applies to (arena + static)
             break
         rows.append((ns, row))
     return rows

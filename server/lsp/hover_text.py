@@ -196,10 +196,15 @@ def buffer_hover(kr: KernelResult, alloc: Optional[Alloc], info: Optional[Buffer
             line += f" = {info.bytes} bytes ({render.kib(info.bytes)})"
         out.append(line)
         if info.offset is not None:
-            out.append(f"arena offset **{info.offset}**"
-                       + (f" of {kr.shared_bytes} bytes ({render.kib(kr.shared_bytes)})"
-                          if kr.shared_bytes else "")
-                       + (f"; budget {render.kib(kr.shared_budget)}" if kr.shared_budget else ""))
+            if info.scope == "shared":
+                out.append(f"static offset **{info.offset}** of {kr.shared_static_bytes} bytes "
+                           f"of static `__shared__` memory")
+            else:
+                out.append(f"arena offset **{info.offset}**"
+                           + (f" of the {kr.shared_bytes} bytes ({render.kib(kr.shared_bytes)})"
+                              f" dynamic arena" if kr.shared_bytes else ""))
+        if kr.shared_total is not None:
+            out.append(f"shared memory per block: {render.shared_text(kr, 'bytes')}")
         arena = render.arena_map(kr)
         if arena:
             out.append("Shared-memory arena:\n\n" + _fence(arena))
@@ -207,7 +212,10 @@ def buffer_hover(kr: KernelResult, alloc: Optional[Alloc], info: Optional[Buffer
         shape = " × ".join(_expr_text(e) for e in alloc.shape)
         out.append(f"**`{name}`** `{alloc.scope}`: {shape} × {_expr_text(alloc.dtype)}")
         if alloc.scope.startswith("shared"):
-            out.append("_size unknown: some values stay symbolic_")
+            names = ", ".join(f"`{n}`" for n in kr.unresolved)
+            out.append(f"_size unknown: {names} {'stays' if len(kr.unresolved) == 1 else 'stay'}"
+                       f" symbolic (TL002)_" if names else
+                       "_size unknown: some values stay symbolic_")
         else:
             out.append("_not in the shared-memory arena_")
     return "\n\n".join(out) + _config_note(kr)
