@@ -394,6 +394,19 @@ def _classify(f: Finding, text: str, path: str, root: str, analysis, low: Lowere
         f.detail = msg + (f" [{k.get('instantiated')}]" if k.get("instantiated") else "")
 
 
+def spread(items: list, n: int) -> list:
+    """At most n items, evenly spaced, first and last included."""
+    if n <= 0 or len(items) <= n:
+        return list(items)
+    if n == 1:
+        return [items[0]]
+    idx = sorted({round(i * (len(items) - 1) / (n - 1)) for i in range(n)})
+    return [items[i] for i in idx]
+
+
+MAX_CONFIGS = 6
+
+
 def _classify_tl202(f: Finding, a, kr, path: str, root: str, low: Lowerer) -> None:
     got = packing.autotune_overflows(a.module, kr.kernel, f.target, kr.bindings)
     if not got or not got[1]:
@@ -402,7 +415,8 @@ def _classify_tl202(f: Finding, a, kr, path: str, root: str, low: Lowerer) -> No
     cfgs, over = got
     keys = {k for c in cfgs for k in c}
     verdicts: List[Tuple[str, str, str]] = []
-    for i, (cfg, _p) in enumerate(over):
+    checked = spread(list(enumerate(over)), MAX_CONFIGS)
+    for i, (cfg, _p) in checked:
         binds = {n: v for n, v in _scalars(kr.bindings).items() if n not in keys}
         binds.update({n: v for n, v in cfg.items() if n != "pass_configs"
                       and (isinstance(v, (int, float, str, bool)) or v is None)})
@@ -423,7 +437,8 @@ def _classify_tl202(f: Finding, a, kr, path: str, root: str, low: Lowerer) -> No
         f.detail = "; ".join(f"{lb}: {m}" for _, lb, m in refuted)
     elif confirmed:
         f.verdict = CONFIRMED
-        f.detail = (f"{len(confirmed)} of {len(verdicts)} configurations overflow on the compiler"
+        f.detail = (f"{len(confirmed)} of {len(verdicts)} lowered configurations overflow on the "
+                    f"compiler ({len(over)} named, {len(verdicts)} checked)"
                     + ("" if len(confirmed) == len(verdicts) else
                        f"; {len(verdicts) - len(confirmed)} could not be lowered"))
     else:
@@ -479,6 +494,7 @@ def report(name: str, findings: List[Finding], stats: dict) -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    global MAX_CONFIGS
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dir")
     ap.add_argument("--target", action="append", default=[],
@@ -491,7 +507,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--memory-mb", type=int, default=4096)
     ap.add_argument("--python", default=None, help="interpreter with tilelang 0.1.15")
     ap.add_argument("--codes", default="", help="only these codes (comma-separated)")
+    ap.add_argument("--max-configs", type=int, default=MAX_CONFIGS,
+                    help="TL202: lower at most this many of the named configurations, evenly "
+                         f"spread, first and last included (default {MAX_CONFIGS}; 0: all)")
     args = ap.parse_args(argv)
+    MAX_CONFIGS = args.max_configs
     root = os.path.abspath(args.dir)
     t_start = time.monotonic()
     deadline = t_start + args.budget
@@ -510,6 +530,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print(f"[{i + 1}/{len(by_file)}] {os.path.relpath(path, root)}: {len(fs)} finding(s)",
                   file=sys.stderr, flush=True)
             classify_file(path, root, fs, low, deadline)
+            for f in fs:
+                print(f"    {f.code}:{f.line} [{f.target}] {f.verdict}: "
+                      f"{_first_line(f.detail or f.reason, 200)} ({f.seconds:.1f} s)",
+                      file=sys.stderr, flush=True)
     finally:
         low.close()
     stats = {"root": root, "check_s": check_s, "requests": low.requests,
