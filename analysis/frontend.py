@@ -818,12 +818,13 @@ class _Builder:
                     if isinstance(n, cst.Name):
                         out.append((n.value, Subscript(whole, Const(i))))
 
-    def collect_calls(self, node: cst.CSTNode, enclosing: Optional[str]) -> None:
+    def collect_calls(self, node: cst.CSTNode, enclosing: Optional[str],
+                      enclosing_class: Optional[str] = None) -> None:
         builder = self
 
         class V(cst.CSTVisitor):
             def visit_Call(self, call: cst.Call) -> Optional[bool]:
-                builder.record_call(call, enclosing)
+                builder.record_call(call, enclosing, enclosing_class)
                 return True
 
             def visit_FunctionDef(self, fn: cst.FunctionDef) -> Optional[bool]:
@@ -831,7 +832,8 @@ class _Builder:
 
         node.visit(V())
 
-    def record_call(self, call: cst.Call, enclosing: Optional[str]) -> None:
+    def record_call(self, call: cst.Call, enclosing: Optional[str],
+                    enclosing_class: Optional[str] = None) -> None:
         func = call.func
         via = "call"
         call_span = self.span(call)
@@ -869,7 +871,7 @@ class _Builder:
             else:
                 args.append(self.expr(a.value))
         self.calls.append(CallSite(name, call_span, tuple(args), tuple(kwargs),
-                                   tuple(stars), via, enclosing))
+                                   tuple(stars), via, enclosing, enclosing_class))
 
     def record_argument(self, call: cst.Call) -> None:
         """``parser.add_argument("--num_stages", type=int, default=3)``."""

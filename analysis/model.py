@@ -293,6 +293,7 @@ class Macro:
 
 @dataclass(frozen=True)
 class FuncStmt:
+    enclosing_class: Optional[str] = None  # the class of that function, for a method
     """One statement of an ordinary (non-kernel) function, kept so that the
     value resolver can follow it without executing the file.
 

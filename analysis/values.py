@@ -760,7 +760,7 @@ class Program:
         if depth > _MAX_CALL_DEPTH or fdef.name in self._active:
             raise Unknown([], f"call {fdef.name}: too deep")
         try:
-            key = (fdef.name, tuple(pos), tuple(sorted(kw.items())))
+            key = (fdef.class_name, fdef.name, tuple(pos), tuple(sorted(kw.items())))
             hash(key)
         except TypeError:
             key = None
@@ -1023,6 +1023,37 @@ class Program:
                     out = [x for x in v if isinstance(x, dict)]
                     return out or None
         return None
+    def class_configs(self, classes: Sequence[str]) -> Optional[List[Dict[str, object]]]:
+        """Configurations a kernel class gives the kernels it builds: its
+        ``default_config`` (a dict) first, then its ``autotune_configs`` (a list of
+        dicts), each a method or property interpreted like any function.  Keys
+        whose value stays unknown are left out of a configuration."""
+        out: List[Dict[str, object]] = []
+        for cls in classes:
+            for meth in CLASS_CONFIG_METHODS:
+                fdef = self.methods.get((cls, meth))
+                if fdef is None:
+                    continue
+                try:
+                    v = self.call(fdef, [], {}, 0)
+                except Exception:  # Unknown, or anything the interpreter cannot follow
+                    continue
+                items = [v] if isinstance(v, dict) else list(v) if isinstance(v, (list, tuple)) \
+                    else []
+                for x in items[:_MAX_ITEMS]:
+                    if not isinstance(x, dict):
+                        continue
+                    known = {k: val for k, val in x.items() if isinstance(k, str)
+                             and not isinstance(val, (Unresolved, Symbolic))}
+                    if known and known not in out:
+                        out.append(known)
+        return out or None
+
+
+# Methods (or properties) of a kernel class that hold its configurations.
+CLASS_CONFIG_METHODS = ("default_config", "autotune_configs")
+
+
 
 
 def _covers(stmts: Sequence[FuncStmt], line: int) -> bool:
@@ -1278,6 +1309,13 @@ def _all_instances(module: Module, kernel: Kernel,
                 break
     if not contexts:
         contexts = [(None, None)]
+        if not configs:
+            # A kernel class (``self.kernel = _factory(...)`` in its methods)
+            # gives the builder its ``default_config`` / ``autotune_configs``.
+            classes = sorted({c.enclosing_class for c in calls if c.enclosing_class})
+            if kernel.class_name is not None and kernel.class_name not in classes:
+                classes.append(kernel.class_name)
+            configs = prog.class_configs(classes)
     try:
         configs = prog.autotune_configs(kernel.factory or kernel.name)
     except Exception:

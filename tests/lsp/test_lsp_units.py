@@ -120,7 +120,10 @@ def test_fast_positions_equal_libcst():
               "if x:\n    pass\n# c\n", "x = (1,\n     2)  # c"]
     assert len(texts) > 20
     for text in texts:
-        module = cst.parse_module(text)
+        try:
+            module = cst.parse_module(text)
+        except cst.ParserSyntaxError:  # the deliberately broken parsing fixtures
+            continue
         ours = _positions(module)
         theirs = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
         assert dict(ours) == dict(theirs)
