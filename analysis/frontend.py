@@ -986,7 +986,7 @@ class _Builder:
             return
         self.record_def(fn, params, class_name)
         # A plain function: a factory if it defines a prim_func inside.
-        self.collect_calls(fn.body, fn.name.value)
+        self.collect_calls(fn.body, fn.name.value, class_name)
         local: List[Tuple[str, Expr]] = []
         local_macros: Dict[str, Macro] = {m.name: m for m in self.macros}
         self.factory_body(fn, fn.body.body, class_name, local, local_macros, params)
