@@ -872,14 +872,10 @@ def cmd_rule(args) -> int:
 
 
 def cmd_server(argv: Sequence[str]) -> int:
-    """Import the language server only here, so ``check`` never loads pygls."""
-    try:
-        from . import lsp_main
-    except ImportError as exc:
-        print(f"tilelint: error: the language server is not available: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    rc = lsp_main.main(list(argv))
-    return int(rc or 0)
+    """The language server (the console script starts it without this module:
+    ``entry.main``); imported only here, so ``check`` never loads pygls."""
+    from .entry import main as entry_main
+    return int(entry_main(["server", *argv]) or 0)
 
 
 # --------------------------------------------------------------------------
