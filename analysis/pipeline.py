@@ -351,6 +351,8 @@ class _TraceCtx:
             return
         before = len(self.found)
         if isinstance(e, Name):
+            if (e.id, proxy) in self._seen:
+                return  # already traced (its findings are recorded)
             self.name(e.id, proxy, depth)
         elif isinstance(e, (Attr, Subscript)) and not (
                 isinstance(e, Attr) and e.attr in _DTYPE_ATTRS):
@@ -487,9 +489,9 @@ class _TraceCtx:
             return f"{head}, {self.call_note(n, owner)}"
         if src.startswith("call at line"):
             where, _, rest = src.partition(" (unknown there: ")
-            rest = rest.rstrip(")")
-            return f"the {where} passes a value unknown there" + (
-                f" ({rest})" if rest else "")
+            rest = rest[:-1] if rest.endswith(")") else rest
+            return f"the {where} passes a value not known there" + (
+                f": `{rest}`" if rest else "")
         if src.startswith("**"):
             return f"given by {src}{dep_txt or ' as an unknown value'}"
         if src == "autotune config":
@@ -656,7 +658,7 @@ def unresolved_diagnostic(module: Module, kernel: Kernel,
     if stuck:
         msg += ("; " + ", ".join(f"`{n}`" for n in stuck)
                 + (" is" if len(stuck) == 1 else " are")
-                + " read from an object, which `# tilelint: bind` cannot give")
+                + " read from an object or a module, which `# tilelint: bind` cannot give")
     configs: Tuple[str, ...] = ()
     if len(per_instance) > 1 and len(labels) < len(per_instance):
         configs = tuple(labels)

@@ -97,16 +97,14 @@ def dtype_info(dtype: Optional[str]) -> Optional[Tuple[int, int]]:
     m = _CUSTOM_DTYPE.fullmatch(dtype)
     if m is not None:
         return int(m.group("bits")), 1
-    bits = _base_bits(dtype)
-    if bits is not None:
-        return bits, 1
-    m = _LANES.fullmatch(dtype)
+    m = _LANES.fullmatch(dtype)  # a vector type: ``float16x2``, ``float4_e2m1fnx16``
     if m is not None:
         bits = _base_bits(m.group("base"))
         lanes = int(m.group("lanes"))
         if bits is not None and 1 <= lanes <= 1024:
             return bits, lanes
-    return None
+    bits = _base_bits(dtype)
+    return None if bits is None else (bits, 1)
 
 
 def _base_bits(name: str) -> Optional[int]:
