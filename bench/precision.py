@@ -333,6 +333,15 @@ def _instance(a, f: Finding, d):
     krs = [kr for kr in a.kernels if kr.kernel.name == f.kernel]
     if not krs:
         return None
+
+    def holds(kr, line: int) -> bool:
+        spans = [kr.kernel.span] + ([kr.kernel.factory_span] if kr.kernel.factory_span else [])
+        return any(sp.line <= line <= sp.end_line for sp in spans)
+
+    # several kernels of one name (``main`` in many factories): the one around the finding
+    lines = [f.line] + ([r.span.line for r in d.related] if d is not None else [])
+    around = [kr for kr in krs if any(holds(kr, ln) for ln in lines)]
+    krs = around or krs
     if d is not None and d.configs:
         for kr in krs:
             if kr.config_label and kr.config_label in d.configs:
@@ -343,7 +352,9 @@ def _instance(a, f: Finding, d):
 def _request(kr, key: str = "", bindings=None, prefer_factory: bool = False) -> dict:
     return {"name": kr.kernel.name, "factory": kr.kernel.factory,
             "bindings": _scalars(kr.bindings) if bindings is None else bindings,
-            "key": key or kr.kernel.name, "prefer_factory": prefer_factory}
+            "key": key or kr.kernel.name,
+            # a module-level prim_func of the same name may be another kernel
+            "prefer_factory": prefer_factory or bool(kr.kernel.factory)}
 
 
 def _classify(f: Finding, text: str, path: str, root: str, analysis, low: Lowerer,

@@ -666,11 +666,20 @@ def jit_prim_func(jit, kwargs: dict) -> Tuple[object, dict, List[str]]:
     """(prim_func, the kwargs used, names given a placeholder) of a JITImpl,
     elaborated without compiling.  An eager-style kernel (``T.const("M N K")``)
     needs values for its problem sizes: missing ones get PLACEHOLDER."""
+    import inspect
+    missing: List[str] = []
     try:
         params = jit.signature.parameters
         kw = {n: v for n, v in kwargs.items() if n in params}
+        tensors = set(getattr(jit.func, "tensor_args", None) or ())  # eager: annotated tensors
+        missing = [n for n, p in params.items() if n not in kw and n not in tensors
+                   and p.default is inspect.Parameter.empty
+                   and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     except Exception:
         kw = dict(kwargs)
+    if missing:
+        raise UnknownValues(f"tilelint has no value for {', '.join(missing)} "
+                            "(give them with --bind NAME=VALUE or `# tilelint: bind`)")
     placeholders: List[str] = []
     for _ in range(32):
         try:
