@@ -700,7 +700,7 @@ ENV_TEXT = re.compile(
     r"No registered target detector|not compiled with CUDA|CUDA driver|no CUDA-capable|"
     r"NVIDIA driver|\bnvcc\b|libcuda|nvrtc|\bNVML\b|cudaGetDevice|CUDA_HOME|CUDA error|"
     r"torch\.cuda|cuda runtime|\bGPU\b|device-side|Found no NVIDIA|hipErrorNoDevice|"
-    r"ROCm|bisheng|torch_npu|cannot open shared object file", re.I)
+    r"ROCm|bisheng|torch_npu|cannot open shared object file|device propert", re.I)
 
 
 def environment_reason(exc: BaseException) -> Optional[str]:
