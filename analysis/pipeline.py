@@ -643,7 +643,8 @@ def unresolved_diagnostic(module: Module, kernel: Kernel,
     msg = (f"{what} {'stays' if one else 'stay'} symbolic in `{kernel.name}`, so "
            f"shared-memory bytes or the schedule cannot be computed")
     binds = sorted({u.bind for u in items if u.bind is not None})
-    fixes: Tuple[object, ...] = ()
+    # No quick fix: the values are what is unknown, and a fix must clear the
+    # diagnostic it is offered for (a template with blanks would not).
     if binds:
         example = " ".join(f"{n}=…" for n in binds)
         via = [u for u in items if u.bind is not None and u.bind != u.name]
@@ -651,9 +652,6 @@ def unresolved_diagnostic(module: Module, kernel: Kernel,
                 f"above the kernel or under [tool.tilelint.bindings]")
         if via:
             msg += " (" + ", ".join(f"`{u.name}` through `{u.bind}`" for u in via) + ")"
-        fix = _bind_fix(kernel, example, source)
-        if fix is not None:
-            fixes = (fix,)
     stuck = [u.name for u in items if u.bind is None]
     if stuck:
         msg += ("; " + ", ".join(f"`{n}`" for n in stuck)
@@ -663,24 +661,7 @@ def unresolved_diagnostic(module: Module, kernel: Kernel,
     if len(per_instance) > 1 and len(labels) < len(per_instance):
         configs = tuple(labels)
     return [Diagnostic(code="TL002", severity="information", span=kernel.name_span,
-                       kernel=kernel.name, message=msg, fixes=fixes, configs=configs)]
-
-
-def _bind_fix(kernel: Kernel, example: str, source: Optional[str]) -> Optional[Fix]:
-    """Insert ``# tilelint: bind a=… b=…`` above the factory (or the kernel) and
-    its decorators, to be filled in."""
-    from .model import Fix, TextEdit
-    if not source:
-        return None
-    span = kernel.factory_span if kernel.factory_span is not None else kernel.name_span
-    first = _source_facts(source)[0].get(span.line)
-    if first is None:
-        return None
-    line, indent = first
-    comment = f"{' ' * indent}# tilelint: bind {example}"
-    return Fix(title=f"Add `# tilelint: bind {example}` above `def "
-                     f"{kernel.factory or kernel.name}` (fill in the values)",
-               edits=(TextEdit(Span(line, 0, line, 0), comment + "\n"),))
+                       kernel=kernel.name, message=msg, configs=configs)]
 
 
 _FACTS: Dict[int, Tuple[str, Tuple[Dict[int, Tuple[int, int]], Dict[Tuple[str, int], str]]]] = {}
@@ -690,7 +671,8 @@ def _source_facts(source: str) -> Tuple[Dict[int, Tuple[int, int]],
                                         Dict[Tuple[str, int], str]]:
     """From CPython's parser (nothing when the file does not parse): def line →
     (first line of its decorators or the def line, its column); (parameter,
-    line) → the function it belongs to, at every nesting level."""
+    line) → the function it belongs to, at every nesting level (the frontend's
+    function list has the top-level and class-level ones only)."""
     import ast
     key = hash(source)
     hit = _FACTS.get(key)
