@@ -558,7 +558,10 @@ _LOOP_KINDS = {
 }
 
 _PIPELINED_KWARGS = ("num_stages", "order", "stage", "annotations")
-_PIPELINED_UNSUPPORTED = ("sync", "group")
+# The keyword arguments of tilelang 0.1.15's ``T.Pipelined``
+# (tilelang/language/loop.py); anything else (a fork's ``sync=``/``group=``) is
+# unsupported.
+_PIPELINED_KWARGS = ("start", "stop", "num_stages", "order", "stage", "annotations")
 
 
 class _Builder:
@@ -1349,6 +1352,8 @@ class _Builder:
                 orelse = None
         cond_reads = self.accesses_in(node.test, ctx)
         st = self.compound("if", "if", node, children, extra_reads=cond_reads)
+        if not isinstance(node.orelse, cst.If):  # no elif: the branches are known
+            st = dataclasses.replace(st, test=self.expr(node.test))
         return st if else_index is None else dataclasses.replace(st, else_index=else_index)
 
     def for_stmt(self, node: cst.For, ctx, locals_out, pa: int) -> Stmt:
@@ -1388,17 +1393,20 @@ class _Builder:
                 if a.keyword is not None:
                     key = a.keyword.value
                     loop_kwargs[key] = (self.expr(a.value), self.span(a), a)
-                    if kind == "pipelined" and key in _PIPELINED_UNSUPPORTED:
+                    if kind == "pipelined" and key not in _PIPELINED_KWARGS:
                         unsupported.append((key, self.span(a)))
             if kind in ("pipelined", "serial", "range", "unroll", "vectorized"):
                 if len(positional) >= 2:
                     start, stop = self.expr(positional[0].value), self.expr(positional[1].value)
                 elif len(positional) == 1:
                     start, stop = Const(0), self.expr(positional[0].value)
-                if kind == "pipelined" and len(positional) >= 3:
-                    loop_kwargs.setdefault("num_stages", (self.expr(positional[2].value),
-                                                          self.span(positional[2]),
-                                                          positional[2]))
+                if kind == "pipelined":
+                    # T.Pipelined(start, stop, num_stages, order, stage, annotations)
+                    for pos, key in ((2, "num_stages"), (3, "order"), (4, "stage")):
+                        if len(positional) > pos:
+                            loop_kwargs.setdefault(key, (self.expr(positional[pos].value),
+                                                         self.span(positional[pos]),
+                                                         positional[pos]))
                 if "start" in loop_kwargs:
                     start = loop_kwargs["start"][0]
                 if "stop" in loop_kwargs:
@@ -1421,7 +1429,23 @@ class _Builder:
 
         order, order_span = tuple_of("order")
         stage, stage_span = tuple_of("stage")
+        order_expr = loop_kwargs["order"][0] if "order" in loop_kwargs else None
+        stage_expr = loop_kwargs["stage"][0] if "stage" in loop_kwargs else None
         ns = loop_kwargs.get("num_stages")
+        # Buffer views declared at the top of the body (T.decl_buffer): the
+        # compiler's "original statement count" includes them (allocations are
+        # hoisted out of the loop and do not count, measured on 0.1.15).
+        declarations = 0
+        if kind == "pipelined" and isinstance(node.body, cst.IndentedBlock):
+            for line in node.body.body:
+                if not isinstance(line, cst.SimpleStatementLine):
+                    continue
+                for small in line.body:
+                    val = getattr(small, "value", None) \
+                        if isinstance(small, (cst.Assign, cst.AnnAssign)) else None
+                    if isinstance(val, cst.Call) and \
+                            (self.dotted(val.func) or "").split(".")[-1] == "decl_buffer":
+                        declarations += 1
         annotations: Tuple[Tuple[str, Expr], ...] = ()
         if "annotations" in loop_kwargs and isinstance(loop_kwargs["annotations"][0], DictExpr):
             annotations = loop_kwargs["annotations"][0].items
@@ -1433,7 +1457,8 @@ class _Builder:
             order=order, order_span=order_span, stage=stage, stage_span=stage_span,
             annotations=annotations, unsupported_kwargs=tuple(unsupported),
             body=tuple(children), pipelined_ancestors=pa, condition=condition,
-            iterator=iterator,
+            iterator=iterator, order_expr=order_expr, stage_expr=stage_expr,
+            declarations=declarations,
         )
         stmt_kind = {"pipelined": "pipelined", "parallel": "parallel",
                      "serial": "serial", "range": "serial", "unroll": "serial",
@@ -2099,8 +2124,12 @@ def _loop_from_iter(loop: Loop, it: Expr) -> Optional[Loop]:
             start, stop = pos[0], pos[1]
         elif len(pos) == 1:
             start, stop = Const(0), pos[0]
-        if kind == "pipelined" and ns is None and len(pos) >= 3:
-            ns = pos[2]
+        if kind == "pipelined":
+            if ns is None and len(pos) >= 3:
+                ns = pos[2]
+            for i, key in ((3, "order"), (4, "stage")):
+                if len(pos) > i:
+                    kw.setdefault(key, pos[i])
     start = kw.get("start", start)
     stop = kw.get("stop", stop)
 
@@ -2112,11 +2141,15 @@ def _loop_from_iter(loop: Loop, it: Expr) -> Optional[Loop]:
 
     order, stage = tup("order"), tup("stage")
     ann = kw.get("annotations")
+    unsupported = tuple((k, loop.iter_span) for k in kw if k not in _PIPELINED_KWARGS) \
+        if kind == "pipelined" else ()
     return dataclasses.replace(
         loop, kind=kind, start=start, stop=stop, num_stages=ns,
         num_stages_span=None if ns is None else loop.iter_span,
         order=order, order_span=None if order is None else loop.iter_span,
         stage=stage, stage_span=None if stage is None else loop.iter_span,
+        order_expr=kw.get("order"), stage_expr=kw.get("stage"),
+        unsupported_kwargs=unsupported,
         annotations=ann.items if isinstance(ann, DictExpr) else (),
         condition=condition)
 

@@ -171,6 +171,14 @@ class Loop:
     # ``for k in helper(...)``: the iterator call as written when it is not a
     # ``T.*`` loop (resolved against the file's iterator helpers after parsing).
     iterator: Optional[Expr] = None
+    # ``order=`` / ``stage=`` exactly as written (an inline list, a parameter,
+    # ``list(X)``, a comprehension ...), resolved per instance by planning.
+    # ``order``/``stage`` above keep the inline items (or the one expression).
+    order_expr: Optional[Expr] = None
+    stage_expr: Optional[Expr] = None
+    # Buffer declarations (``T.decl_buffer`` and other views) at the top level
+    # of the body: PipelinePlanning's "original statement count" includes them.
+    declarations: int = 0
 
 
 @dataclass(frozen=True)
@@ -209,6 +217,10 @@ class Stmt:
     # are every buffer it mentions, it writes nothing, and no error is ever
     # based on it.
     roles_known: bool = True
+    # if only: the condition, when the statement has no ``elif`` (a condition
+    # on a factory value such as ``if use_bias:`` is decided when the kernel is
+    # traced, and only the taken branch exists for the compiler).
+    test: Optional[Expr] = None
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .model import (
-    Access, Alloc, Call, Const, Diagnostic, Expr, Kernel, Loop, LoopResult,
-    ScheduledStmt, Slice, Span, Stmt, TupleExpr,
+    Access, Alloc, Call, Const, Diagnostic, Expr, Kernel, Loop, LoopResult, Name,
+    Opaque, ScheduledStmt, Slice, Span, Stmt, TupleExpr,
 )
 
 # Statement kinds that are tile operators (one call).
@@ -472,16 +472,41 @@ def _is_floatish(expr) -> bool:
     return False
 
 
-def is_inlined_bind(stmt: Stmt) -> bool:
-    """An integer alias of pure values (``base = k * block_K``): TVM's Simplify,
-    which runs before planning, substitutes it into its uses and deletes it, so
-    it is not a statement of the body at all (it is not even counted by the
-    compatibility rule that accepts lists including binds)."""
+_DTYPE_CALL = re.compile(r"^(T\.)?(u?int\d+|float\d+|bfloat16|float8\w*|bool)$")
+
+
+def _is_constant(expr, env=None) -> bool:
+    """A number once the kernel is traced: a literal, ``T.float16(2.0)``, or a
+    Python-level value of the factory (``scale = 1.0 / dim ** 0.5``)."""
+    if isinstance(expr, Const):
+        return isinstance(expr.value, (int, float)) and not isinstance(expr.value, bool)
+    if isinstance(expr, Call) and _DTYPE_CALL.match(expr.func) and len(expr.args) == 1 \
+            and not expr.kwargs:
+        return _is_constant(expr.args[0], env)
+    if env is not None:
+        try:
+            v = env.evaluate(expr)
+        except Exception:  # never raise on bad code
+            return False
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+    return False
+
+
+def is_inlined_bind(stmt: Stmt, env=None) -> bool:
+    """A bind that tilelang's Simplify (run before planning) substitutes into its
+    uses and deletes (``CanInlineBind`` in ``src/transform/simplify.cc``): a
+    constant number, a plain alias of another variable, or an integer value of
+    pure expressions (``base = k * block_K``).  It is not a statement of the
+    body at all, and not even counted by the compatibility rule that accepts
+    lists including binds.  Measured on 0.1.15: ``sc: T.float16 = T.float16(2.0)``
+    and ``j = i`` disappear, ``f = T.cast(i, T.float16)`` stays (a float value)."""
     if stmt.kind != "bind" or stmt.reads or stmt.value is None:
         return False
-    if stmt.target == "if_condition":
+    if stmt.target == "if_condition" or _has_side_effect(stmt.value):
         return False
-    return not _is_floatish(stmt.value) and not _has_side_effect(stmt.value)
+    if _is_constant(stmt.value, env) or isinstance(stmt.value, Name):
+        return True
+    return not _is_floatish(stmt.value)
 
 
 @dataclass
@@ -492,10 +517,49 @@ class BodyAnalysis:
     inlined: List[Stmt] = field(default_factory=list)  # integer aliases Simplify removes
 
 
-def analyse_body(loop: Loop) -> BodyAnalysis:
-    flat = flatten_body(loop.body)
-    inlined = [s for s in flat if is_inlined_bind(s)]
-    units = [s for s in flat if not is_inlined_bind(s)]
+def static_body(stmts: Sequence[Stmt], env) -> Tuple[Stmt, ...]:
+    """``stmts`` with every ``if`` whose condition is a value known when the
+    kernel is traced (``if use_bias:`` on a factory argument) replaced by the
+    branch taken: the other branch does not exist for the compiler (measured on
+    0.1.15: ``if flag:`` around a copy with ``flag=False`` leaves one statement
+    fewer, and order/stage must not count it).  Macro bodies are searched too."""
+    if env is None:
+        return tuple(stmts)
+    out: List[Stmt] = []
+    changed = False
+    for st in stmts:
+        if st.kind == "if" and st.test is not None:
+            try:
+                v = env.evaluate(st.test)
+            except Exception:  # never raise on bad code
+                v = None
+            if isinstance(v, (bool, int, float, str, tuple, list)) and v is not None:
+                cut = len(st.children) if st.else_index is None else st.else_index
+                taken = st.children[:cut] if v else st.children[cut:]
+                out.extend(static_body(taken, env))
+                changed = True
+                continue
+        if st.kind == "macro" and st.children:
+            kids = static_body(st.children, env)
+            if kids != tuple(st.children):
+                st = _replace_stmt(st, kids)
+                changed = True
+        out.append(st)
+    return tuple(out) if changed else tuple(stmts)
+
+
+def _replace_stmt(st: Stmt, children: Tuple[Stmt, ...]) -> Stmt:
+    import dataclasses
+    return dataclasses.replace(
+        st, children=children,
+        reads=tuple(a for c in children for a in c.reads),
+        writes=tuple(a for c in children for a in c.writes))
+
+
+def analyse_body(loop: Loop, env=None) -> BodyAnalysis:
+    flat = flatten_body(static_body(loop.body, env))
+    inlined = [s for s in flat if is_inlined_bind(s, env)]
+    units = [s for s in flat if not is_inlined_bind(s, env)]
     written = _written_buffers(units)
     sched, rep = [], []
     for i, s in enumerate(units):
@@ -866,6 +930,80 @@ def _ints(env, exprs: Optional[Tuple[Expr, ...]]) -> Optional[List[Optional[int]
     return [_eval_int(env, e) for e in exprs]
 
 
+def schedule_values(env, raw: Optional[Expr],
+                    items: Optional[Tuple[Expr, ...]]) -> Optional[List[Optional[int]]]:
+    """The entries of ``order=``/``stage=`` in this instance: a list whose
+    length is known (an entry is None when its value is not), or None when not
+    even the length is known (a parameter nobody binds, ``list(X)`` of an
+    unknown X, a starred item ...).  ``raw`` is the argument as written
+    (``Loop.order_expr``); ``items`` the inline items (``Loop.order``)."""
+    if raw is None:  # a Loop built without the raw argument: the inline items
+        if items is None or len(items) == 1 and not isinstance(items[0], Const):
+            return None if items is None else _sequence(env, items[0])
+        return _ints(env, items)
+    if isinstance(raw, TupleExpr) and not any(isinstance(i, Opaque) for i in raw.items):
+        return [_eval_int(env, e) for e in raw.items]
+    return _sequence(env, raw)
+
+
+def _sequence(env, expr: Expr) -> Optional[List[Optional[int]]]:
+    if env is None:
+        return None
+    try:
+        v = env.evaluate(expr)
+    except Exception:  # never raise on bad code
+        return None
+    if not isinstance(v, (list, tuple)):
+        return None
+    out: List[Optional[int]] = []
+    for x in v:
+        if isinstance(x, bool) or not isinstance(x, int):
+            out.append(None)
+        else:
+            out.append(x)
+    return out
+
+
+@dataclass(frozen=True)
+class ScheduleCounts:
+    """The three list lengths PipelinePlanning accepts for a manual schedule
+    (``FilterAnnotationsForScheduledStmts`` in ``pipeline_planning.cc``):
+    one entry per scheduled statement; per executable statement (scheduled
+    plus replayable scalar binds, whose entries are dropped); or per original
+    statement (also buffer declarations such as ``T.decl_buffer``).  Each of
+    ``order`` and ``stage`` is checked and filtered on its own."""
+
+    scheduled: int
+    executable: int
+    original: int
+    exec_index: Tuple[int, ...]  # position of each scheduled stmt among the executable
+    orig_index: Tuple[int, ...]  # ... among the original statements
+
+    def accepts(self, n: int) -> bool:
+        return n in (self.scheduled, self.executable, self.original)
+
+    def filter(self, values: Sequence[Optional[int]]) -> Optional[List[Optional[int]]]:
+        """The compiler's filtered list (one entry per scheduled statement), or
+        None when the length matches none of the counts (a compile error)."""
+        n = len(values)
+        if n == self.scheduled:
+            return list(values)
+        if n == self.executable:
+            return [values[i] for i in self.exec_index]
+        if n == self.original:
+            return [values[i] for i in self.orig_index]
+        return None
+
+
+def schedule_counts(loop: Loop, ba: "BodyAnalysis") -> ScheduleCounts:
+    decl = max(0, int(getattr(loop, "declarations", 0) or 0))
+    # Declarations sit at the top of the body (measured with T.decl_buffer
+    # first); their exact position only matters for the original count.
+    return ScheduleCounts(
+        scheduled=len(ba.scheduled), executable=len(ba.units), original=len(ba.units) + decl,
+        exec_index=tuple(ba.scheduled), orig_index=tuple(i + decl for i in ba.scheduled))
+
+
 def _result(loop: Loop, **kw) -> LoopResult:
     return LoopResult(loop=loop, **kw)
 
@@ -879,7 +1017,7 @@ def plan_loop(loop: Loop, env, target: str, allocs: Dict[str, Alloc],
     planning path)."""
     from . import rules  # local import: rules imports this module
     allocs = dict(allocs or {})
-    ba = analyse_body(loop)
+    ba = analyse_body(loop, env)
     units = ba.units
     sched = [units[i] for i in ba.scheduled]
     excluded = tuple(sorted([units[i] for i in ba.replayable] + ba.inlined,
@@ -888,6 +1026,12 @@ def plan_loop(loop: Loop, env, target: str, allocs: Dict[str, Alloc],
     ns_unknown = loop.num_stages is not None and ns is None
     manual = loop.order is not None and loop.stage is not None and \
         len(loop.order) > 0 and len(loop.stage) > 0
+    given: Dict[str, Optional[List[Optional[int]]]] = {}
+    if manual:
+        given = {"order": schedule_values(env, loop.order_expr, loop.order),
+                 "stage": schedule_values(env, loop.stage_expr, loop.stage)}
+        if any(v is not None and not v for v in given.values()):
+            manual = False  # an empty list is no manual schedule (T.Pipelined's default)
     plain = [ScheduledStmt(s, None, None) for s in sched]
     diags: List[Diagnostic] = []
 
@@ -896,6 +1040,15 @@ def plan_loop(loop: Loop, env, target: str, allocs: Dict[str, Alloc],
                        statements=tuple(plain), excluded_binds=excluded, manual=manual,
                        note="not pipelined: PipelinePlanning does not look inside an "
                             "enclosing pipelined loop"), diags
+    if loop.unsupported_kwargs:
+        # A fork's T.Pipelined (tilescale's sync=/group=): tilelang 0.1.15 has
+        # no such argument, so nothing about this loop's schedule is known.
+        names = ", ".join(f"{k}=" for k, _ in loop.unsupported_kwargs)
+        return _result(loop, pipelined=manual or ns_unknown or bool(ns and ns >= 1),
+                       num_stages=ns or None, depth=None, statements=tuple(plain),
+                       excluded_binds=excluded, manual=manual,
+                       note=f"schedule not modelled: {names} is not an argument of "
+                            f"tilelang 0.1.15's T.Pipelined"), diags
     if warp_specialized and (ns_unknown or ns >= 1):
         depth = ns
         return _result(loop, pipelined=True, num_stages=ns, depth=depth,
@@ -910,27 +1063,21 @@ def plan_loop(loop: Loop, env, target: str, allocs: Dict[str, Alloc],
                             "and the compiler dropped num_stages"), diags
 
     if manual:
-        orders = _ints(env, loop.order)
-        stages = _ints(env, loop.stage)
-        n_exec = len(units)
-        n_sched = len(sched)
-        if len(orders) != len(stages):
-            pass  # the compiler reports it in InjectSoftwarePipeline as a size mismatch
-        idx: Optional[List[int]]
-        if len(orders) == n_sched:
-            idx = list(range(n_sched))
-        elif len(orders) == n_exec:
-            idx = list(ba.scheduled)
-        else:
-            idx = None
-        if idx is None or len(stages) != len(orders):
-            diags.append(rules.tl104(loop, len(orders), len(stages), n_sched, n_exec,
-                                     sched, excluded))
+        counts = schedule_counts(loop, ba)
+        bad = {k: len(v) for k, v in given.items()
+               if v is not None and not counts.accepts(len(v))}
+        if bad:
+            diags.append(rules.tl104(loop, bad, counts, sched,
+                                     [units[i] for i in ba.replayable], ba.inlined))
             return _result(loop, pipelined=False, num_stages=ns or None, depth=None,
                            statements=tuple(plain), excluded_binds=excluded, manual=True,
                            note="compile error: order/stage length does not match the "
                                 "scheduled statement count"), diags
-        st = [ScheduledStmt(s, stages[i], orders[i]) for s, i in zip(sched, idx)]
+        filtered = {k: (counts.filter(v) if v is not None else None) for k, v in given.items()}
+        orders = filtered["order"] or [None] * len(sched)
+        stages = filtered["stage"] or [None] * len(sched)
+        unknown = [k for k, v in given.items() if v is None]
+        st = [ScheduledStmt(s, stg, o) for s, stg, o in zip(sched, stages, orders)]
         if loop.num_stages is not None and ns is not None and ns > 0:
             depth: Optional[int] = ns
         else:
@@ -938,10 +1085,16 @@ def plan_loop(loop: Loop, env, target: str, allocs: Dict[str, Alloc],
             depth = max(known) + 1 if known and len(known) == len(st) else None
         distinct = {s.stage for s in st}
         pipelined = len(distinct) > 1 or None in distinct
-        return _result(loop, pipelined=True, num_stages=ns or None, depth=depth,
+        if unknown:
+            note = (f"{' and '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not "
+                    f"known in this instance")
+        else:
+            note = "" if pipelined else "all statements share one stage: the loop runs unpipelined"
+        # All statements in one known stage: planned, then emitted as a plain
+        # loop by InjectSoftwarePipeline (measured: no cp.async, one version).
+        return _result(loop, pipelined=pipelined, num_stages=ns or None, depth=depth,
                        statements=tuple(st), excluded_binds=excluded, manual=True,
-                       note="" if pipelined else
-                       "all statements share one stage: the loop runs unpipelined"), diags
+                       note=note), diags
 
     if loop.num_stages is None or (ns is not None and ns <= 0):
         note = "not pipelined: num_stages is 0 or absent"

@@ -13,7 +13,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from .frontend import source_lines
 from .model import (
-    Alloc, Diagnostic, Fix, Loop, LoopResult, Related, Span, Stmt, TextEdit,
+    Alloc, Diagnostic, Fix, Loop, LoopResult, Related, Span, Stmt, TextEdit, TupleExpr,
 )
 
 
@@ -250,17 +250,26 @@ RULES: Tuple[Rule, ...] = (
          good_example="for k in T.Pipelined(n, order=[1, 2, 0], stage=[0, 0, 1]):\n" + _GEMM_BODY,
          fix="Order the producer before the consumer, or move the consumer to a later stage."),
     Rule("TL104", "pipeline-annotation-length", "error",
-         "`order`/`stage` do not have one entry per scheduled statement.",
-         what="The manual schedule lists must have as many entries as the loop body has "
-              "scheduled statements: each T.copy, T.gemm, fill, reduce, T.Parallel or "
-              "T.serial nest, `if` (an `if` without `else` counts once per statement in "
-              "its body) and each statement of an inlined macro. Scalar aliases such as "
-              "`base = k * 32` that read no buffer written in the loop are replayed where "
-              "they are used and take no entry (lists that include them are still "
-              "accepted for compatibility).",
-         why="PipelinePlanning matches the lists to the statements one to one and stops "
-             "with 'expected pipeline annotation size to match the scheduled statement "
-             "count, executable statement count, or original statement count'.",
+         "`order`/`stage` have a length the compiler does not accept.",
+         what="Each manual schedule list needs one entry per scheduled statement of the "
+              "loop body: each T.copy, T.gemm, fill, reduce, T.Parallel or T.serial nest, "
+              "`if` (an `if` without `else` counts once per statement in its body), each "
+              "statement of an inlined macro, and each scalar bind that reads a buffer the "
+              "loop writes (`v = S[0]` after a copy into `S`). Two longer lists are "
+              "accepted for compatibility, and their extra entries are dropped: one that "
+              "also counts the scalar binds the compiler replays where they are used "
+              "(`kk = Ids[k]`, `f = T.cast(k, T.float16)`), and one that also counts "
+              "`T.decl_buffer` views at the top of the body. Binds the compiler inlines "
+              "before planning (integer arithmetic such as `base = k * 32`, constants, "
+              "`j = k`) and allocations never count, and a Python-level `if` on a factory "
+              "argument counts only the branch it takes. `order` and `stage` are checked "
+              "separately. A list that is not written inline (a parameter, a module "
+              "constant, `list(X)`) is resolved like any value; when it stays unknown the "
+              "kernel gets a TL002, never a TL104.",
+         why="PipelinePlanning filters each list down to the scheduled statements; a "
+             "length that matches none of the three counts stops it with 'expected "
+             "pipeline annotation size to match the scheduled statement count, executable "
+             "statement count, or original statement count'.",
          bad_example="for k in T.Pipelined(n, order=[0, 1], stage=[0, 1]):\n" + _GEMM_BODY,
          good_example="for k in T.Pipelined(n, order=[0, 1, 2], stage=[0, 0, 1]):\n" + _GEMM_BODY,
          fix="Give one entry per scheduled statement, in source order."),
@@ -377,6 +386,23 @@ RULES: Tuple[Rule, ...] = (
          fix="Put the global-to-shared copies at the top level of the loop body, or "
              "disable warp specialization (pass config tl.disable_warp_specialized).",
          target="sm_90"),
+    Rule("TL114", "unknown-pipelined-argument", "information",
+         "`T.Pipelined` has an argument that tilelang 0.1.15 does not have.",
+         what="The loop passes a keyword argument that tilelang 0.1.15's `T.Pipelined("
+              "start, stop, num_stages, order, stage, annotations)` does not accept, such "
+              "as `sync=` or `group=` from forks like tilescale. One TL114 is reported per "
+              "loop, naming each such argument.",
+         why="tilelang 0.1.15 stops with a TypeError when it traces the kernel. What a fork "
+             "does with the argument (grouping statements, extra synchronisation) is not "
+             "modelled, so tilelint reports nothing built on this loop's schedule: no "
+             "TL101-TL108 or TL111 for it, and its stages and buffer versions are "
+             "listed as unknown.",
+         bad_example="for k in T.Pipelined(n, order=[0, 1], stage=[0, 1], group=[[0, 1], [2]]):\n"
+                     + _GEMM_BODY,
+         good_example="for k in T.Pipelined(n, order=[0, 1, 2], stage=[0, 0, 1]):\n" + _GEMM_BODY,
+         fix="Nothing to fix for the fork's own compiler. For tilelang 0.1.15, remove the "
+             "argument (and give order/stage one entry per statement), or silence the note "
+             "with `ignore = [\"TL114\"]`."),
     Rule("TL201", "shared-memory-overflow", "error",
          "Shared memory exceeds the target's per-block limit.",
          what="The kernel's merged shared-memory arena (every multi-versioned buffer, after "
@@ -513,24 +539,56 @@ def _short(stmt: Stmt) -> str:
 # --------------------------------------------------------------------------
 
 
-def tl104(loop: Loop, n_order: int, n_stage: int, n_sched: int, n_exec: int,
-          sched: Sequence[Stmt], excluded: Sequence[Stmt]) -> Diagnostic:
-    span = loop.order_span or loop.stage_span or loop.iter_span
-    if n_order != n_stage:
-        msg = (f"order has {n_order} entries but stage has {n_stage}; both need one entry "
-               f"per scheduled statement ({n_sched} here)")
+def _plural(n: int, word: str, plural: str = "") -> str:
+    return f"{n} {word if n == 1 else (plural or word + 's')}"
+
+
+def tl104(loop: Loop, bad: Dict[str, int], counts, sched: Sequence[Stmt],
+          replayable: Sequence[Stmt] = (), inlined: Sequence[Stmt] = ()) -> Diagnostic:
+    """``bad``: the list(s) whose length no count accepts (name -> entries);
+    ``counts``: planning's ``ScheduleCounts``."""
+    if "order" in bad:
+        span = loop.order_span or loop.stage_span or loop.iter_span
     else:
-        msg = (f"order/stage have {n_order} entries but the loop body has {n_sched} "
-               f"scheduled statement{'s' if n_sched != 1 else ''}")
-        if excluded:
-            msg += (f" ({len(excluded)} scalar alias{'es' if len(excluded) != 1 else ''} "
-                    f"take no entry; {n_exec} is also accepted)")
-        msg += ("; the compiler stops in PipelinePlanning: expected pipeline annotation "
-                "size to match the scheduled statement count")
+        span = loop.stage_span or loop.order_span or loop.iter_span
+    if len(bad) == 2 and bad["order"] == bad["stage"]:
+        what = f"order/stage have {_plural(bad['order'], 'entry', 'entries')}"
+    else:
+        what = " and ".join(f"{k} has {_plural(n, 'entry', 'entries')}"
+                            for k, n in sorted(bad.items()))
+    ok = [f"{counts.scheduled} (one per scheduled statement)"]
+    if counts.executable != counts.scheduled:
+        ok.append(f"{counts.executable} (also counting "
+                  f"{_plural(counts.executable - counts.scheduled, 'replayable scalar bind')})")
+    if counts.original != counts.executable:
+        ok.append(f"{counts.original} (also counting "
+                  f"{_plural(counts.original - counts.executable, 'buffer declaration')})")
+    msg = f"{what} but this loop body accepts {' or '.join(ok)}"
+    if inlined:
+        msg += (f"; {_plural(len(inlined), 'bind')} inlined before planning "
+                f"take{'s' if len(inlined) == 1 else ''} no entry")
+    msg += ("; the compiler stops in PipelinePlanning: expected pipeline annotation size to "
+            "match the scheduled statement count, executable statement count, or original "
+            "statement count")
     related = [Related(s.span, f"scheduled statement {i}: {_short(s)}")
                for i, s in enumerate(sched)]
-    related += [Related(s.span, f"replayable alias, no entry: {_short(s)}") for s in excluded]
+    related += [Related(s.span, f"replayable scalar bind (an entry only in the longer "
+                                f"list): {_short(s)}") for s in replayable]
+    related += [Related(s.span, f"inlined before planning, no entry: {_short(s)}")
+                for s in inlined]
     return _diag("TL104", span, msg, related)
+
+
+def tl114(loop: Loop) -> Diagnostic:
+    names = [k for k, _ in loop.unsupported_kwargs]
+    args = ", ".join(f"`{k}=`" for k in names)
+    return _diag(
+        "TL114", loop.unsupported_kwargs[0][1] if loop.unsupported_kwargs else loop.iter_span,
+        f"{args} {'is not an argument' if len(names) == 1 else 'are not arguments'} of "
+        f"T.Pipelined in tilelang 0.1.15 (a fork's extension, such as tilescale's): 0.1.15 "
+        f"stops with a TypeError when it traces this loop, and tilelint does not model "
+        f"what the fork does with {'it' if len(names) == 1 else 'them'}, so nothing is "
+        f"reported on this loop's schedule")
 
 
 def tl108(loop: Loop, err) -> Diagnostic:
@@ -642,6 +700,9 @@ def validate_loop(result: LoopResult, allocs: Dict[str, Alloc], target: str,
     allocs = dict(allocs or {})
     loop = result.loop
     out: List[Diagnostic] = []
+    if loop.unsupported_kwargs:
+        # A fork's T.Pipelined: nothing is built on its schedule (TL114 only).
+        return [tl114(loop)]
     has_order = loop.order is not None and len(loop.order) > 0
     has_stage = loop.stage is not None and len(loop.stage) > 0
     ns = _eval_int(env, loop.num_stages) if loop.num_stages is not None else None
@@ -703,7 +764,8 @@ def validate_loop(result: LoopResult, allocs: Dict[str, Alloc], target: str,
             j = first_with[o]
             fixes = []
             if loop.order_span is not None and all(x is not None for x in orders) \
-                    and len(loop.order or ()) == len(orders):
+                    and len(loop.order or ()) == len(orders) \
+                    and (loop.order_expr is None or isinstance(loop.order_expr, TupleExpr)):
                 new = renumbered_orders(orders)  # type: ignore[arg-type]
                 text = "[" + ", ".join(str(x) for x in new) + "]"
                 if source is not None:
