@@ -1632,15 +1632,15 @@ class _Builder:
                 ctx) -> Optional[Stmt]:
         """A call of an operator of ``analysis/ops.py``: its arguments bound to
         the parameter names as Python binds them, reads and writes from the
-        roles.  None when the call does not fit the signature (``*args``, an
-        unknown keyword, a missing operand): the caller treats it as unknown."""
+        roles.  None for ``*args``/``**kwargs`` (nothing can be bound): the
+        caller treats it as unknown.  A call that does not fit 0.1.15's
+        signature (an argument it does not have, a missing one) keeps the roles
+        of what binds, for ordering, but is marked ``roles_known=False``."""
         if any(a.star for a in call.args):
             return None
         pos = [a.value for a in call.args if a.keyword is None]
         kws = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
-        bound = ops_mod.bind(spec, pos, kws)
-        if bound is None:
-            return None
+        bound, fits = ops_mod.bind_lenient(spec, pos, kws)
         # ``dst=None`` / ``mbar=None``: the parameter is not given.
         bound = {k: v for k, v in bound.items()
                  if not (isinstance(v, cst.Name) and v.value == "None")}
@@ -1672,7 +1672,7 @@ class _Builder:
                 continue
             reads.extend(self.accesses_in(node, ctx))  # VALUE, BARRIER
         return Stmt(kind=spec.kind, op=fname, span=span, reads=tuple(reads),
-                    writes=tuple(writes), label=label)
+                    writes=tuple(writes), label=label, roles_known=fits)
 
     def _legacy_tile_stmt(self, fname: str, short: str, args, kw, span: Span, label: str,
                           ctx) -> Optional[Stmt]:

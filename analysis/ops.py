@@ -328,6 +328,27 @@ def bind(spec: OpSpec, positional: Sequence[_A], keywords: Mapping[str, _A]
     return out
 
 
+def bind_lenient(spec: OpSpec, positional: Sequence[_A], keywords: Mapping[str, _A]
+                 ) -> Tuple[Dict[str, _A], bool]:
+    """Like ``bind``, but binds what fits and says whether the whole call fits.
+    A call that names an argument 0.1.15 does not have (``k_pack=`` of other
+    versions) or lacks a required one still has its operands where the
+    signature puts them; the caller keeps those roles for ordering but must not
+    base an error on them (the compiler rejects the call before planning)."""
+    exact = bind(spec, positional, keywords)
+    if exact is not None:
+        return exact, True
+    out: Dict[str, _A] = {}
+    slots = [p for p in spec.params if p.kind == POSITIONAL]
+    for p, value in zip(slots, positional):
+        out[p.name] = value
+    names = {p.name for p in spec.params if p.kind != VARARGS}
+    for key, value in keywords.items():
+        if key in names and key not in out:
+            out[key] = value
+    return out, False
+
+
 def effective_role(spec: OpSpec, param: Param, bound: Mapping[str, object],
                    flag_value=None) -> str:
     """The role of ``param`` in one call.  ``flag_value``: the literal value of

@@ -673,6 +673,35 @@ def _propagate_producers(infos: List[_Info]) -> None:
                             updated = True
 
 
+def known_reads(stmt: Stmt) -> set:
+    """Buffers ``stmt`` reads through statements whose operand roles are known
+    (``Stmt.roles_known``): what an unknown call mentions is left out, so no
+    error is based on it."""
+    out: set = set()
+    _known_accesses(stmt, out, writes=False)
+    return out
+
+
+def known_writes(stmt: Stmt) -> set:
+    """Buffers ``stmt`` writes through statements whose roles are known."""
+    out: set = set()
+    _known_accesses(stmt, out, writes=True)
+    return out
+
+
+def _known_accesses(stmt: Stmt, out: set, writes: bool) -> None:
+    if not stmt.roles_known:
+        return
+    if stmt.children or stmt.kind in COMPOUND_KINDS:
+        if not writes:  # condition reads of an ``if`` come first
+            extra = len(stmt.reads) - _child_reads_count(stmt)
+            out.update(a.buffer for a in stmt.reads[:max(0, extra)])
+        for ch in stmt.children:
+            _known_accesses(ch, out, writes)
+        return
+    out.update(a.buffer for a in (stmt.writes if writes else stmt.reads))
+
+
 def _analyse_last_use(infos: List[_Info], check_writes: bool) -> None:
     for p in infos:
         if not p.first_stage:
@@ -683,7 +712,11 @@ def _analyse_last_use(infos: List[_Info], check_writes: bool) -> None:
                     p.last_use = max(p.last_use, q.index)
             if not p.copy or not check_writes:
                 continue
+            # TL108 only on writes whose roles are known on both sides.
+            sure = known_writes(q.stmt) & known_writes(p.stmt)
             for w2 in q.acc.writes:
+                if w2.buffer not in sure:
+                    continue
                 if any(w.buffer == w2.buffer and may_conflict(w, w2) for w in p.acc.writes):
                     raise PlanningError(
                         "overlap",

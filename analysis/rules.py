@@ -696,7 +696,7 @@ def _async_producer(stmt: Stmt, stage: int, allocs) -> bool:
 def validate_loop(result: LoopResult, allocs: Dict[str, Alloc], target: str,
                   env=None, source: Optional[str] = None) -> List[Diagnostic]:
     """TL101–TL111 for one planned loop (``plan_loop`` reports TL104/TL108)."""
-    from .planning import _eval_int, is_rocm, stmt_accesses
+    from .planning import _eval_int, is_rocm, known_reads, stmt_accesses
     allocs = dict(allocs or {})
     loop = result.loop
     out: List[Diagnostic] = []
@@ -831,7 +831,10 @@ def validate_loop(result: LoopResult, allocs: Dict[str, Alloc], target: str,
             if _async_producer(s.stmt, s.stage, allocs):  # type: ignore[arg-type]
                 continue
             hits: Dict[int, int] = {}
+            sure = known_reads(s.stmt)  # never based on a call of unknown roles
             for r in accs[j].reads:
+                if r.buffer not in sure:
+                    continue
                 for stg, bufs in async_writes.items():
                     if stg <= s.stage and r.buffer in bufs:  # type: ignore[operator]
                         hits.setdefault(stg, bufs[r.buffer])
