@@ -328,84 +328,84 @@ class _TraceCtx:
         self.source = source
         self.call = call
         self.found: Dict[str, Unresolved] = {}
-        self._seen: Set[Tuple[str, Optional[str]]] = set()
+        self._seen: Dict[Tuple[str, Optional[str]], bool] = {}
         self._imports: Optional[Dict[str, Tuple[str, bool]]] = None
 
     # -- recording ------------------------------------------------------------
-    def add(self, name: str, why: str, bind: Optional[str]) -> None:
-        if name == "<symbolic>" or name in self.found:
-            return
+    def add(self, name: str, why: str, bind: Optional[str]) -> bool:
+        """Record ``name`` (once); True: something is to blame."""
+        if name == "<symbolic>":
+            return True  # an anonymous ``T.dynamic``: nothing to name or bind
+        if name in self.found:
+            return True
         if bind is not None and (bind in _NOT_VALUES or bind == "<symbolic>"
                                  or self.is_module(bind)):
             bind = None
         self.found[name] = Unresolved(name, why, bind)
+        return True
 
     # -- the walk -----------------------------------------------------------------
-    def visit(self, e, proxy: Optional[str], depth: int) -> None:
+    def visit(self, e, proxy: Optional[str], depth: int) -> bool:
+        """Trace why ``e`` is unknown; True when something is to blame for it
+        (newly recorded or recorded before)."""
         from .model import Attr, BinOp, Call, Compare, DictExpr, IfExp, Name, Subscript, \
             TupleExpr, UnaryOp
         if e is None or depth > 48:
-            return
+            return False
         blocked, miss = self.blocked(e)
         if not blocked:
-            return
-        before = len(self.found)
+            return False
+        hit = False
         if isinstance(e, Name):
-            if (e.id, proxy) in self._seen:
-                return  # already traced (its findings are recorded)
-            self.name(e.id, proxy, depth)
+            hit = self.name(e.id, proxy, depth)
         elif isinstance(e, (Attr, Subscript)) and not (
                 isinstance(e, Attr) and e.attr in _DTYPE_ATTRS):
             root, text = _chain(e)
             if root is not None and (root in _NOT_VALUES or self.is_module(root) or (
                     isinstance(e, Attr) and self.env.missing(Name(root)))):
                 # An attribute (or item) of an object: the object is no value.
-                self.add(text, self.object_why(root, text), proxy)
+                hit = self.add(text, self.object_why(root, text), proxy)
             elif isinstance(e, Attr):
-                self.visit(e.base, proxy, depth + 1)
+                hit = self.visit(e.base, proxy, depth + 1)
             else:
-                self.visit(e.value, proxy, depth + 1)
-                self.visit(e.index, proxy, depth + 1)
+                hit = self.visit_all((e.value, e.index), proxy, depth)
         elif isinstance(e, Attr):  # ``x.bits``: the dtype x is the value
-            self.visit(e.base, proxy, depth + 1)
-        elif isinstance(e, BinOp):
-            self.visit(e.left, proxy, depth + 1)
-            self.visit(e.right, proxy, depth + 1)
+            hit = self.visit(e.base, proxy, depth + 1)
+        elif isinstance(e, (BinOp, Compare)):
+            hit = self.visit_all((e.left, e.right), proxy, depth)
         elif isinstance(e, UnaryOp):
-            self.visit(e.operand, proxy, depth + 1)
-        elif isinstance(e, Compare):
-            self.visit(e.left, proxy, depth + 1)
-            self.visit(e.right, proxy, depth + 1)
+            hit = self.visit(e.operand, proxy, depth + 1)
         elif isinstance(e, IfExp):
-            self.visit(e.test, proxy, depth + 1)
-            self.visit(e.body, proxy, depth + 1)
-            self.visit(e.orelse, proxy, depth + 1)
+            hit = self.visit_all((e.test, e.body, e.orelse), proxy, depth)
         elif isinstance(e, TupleExpr):
-            for x in e.items:
-                self.visit(x, proxy, depth + 1)
+            hit = self.visit_all(e.items, proxy, depth)
         elif isinstance(e, DictExpr):
-            for _, x in e.items:
-                self.visit(x, proxy, depth + 1)
+            hit = self.visit_all([x for _, x in e.items], proxy, depth)
         elif isinstance(e, Call):
-            for x in e.args:
-                self.visit(x, proxy, depth + 1)
-            for _, x in e.kwargs:
-                self.visit(x, proxy, depth + 1)
-        if len(self.found) == before:
-            # Nothing more specific found: name what ``Env.missing`` names.
-            for n in sorted(miss):
-                if n in _NOT_VALUES or self.is_module(n):
-                    if proxy is not None:
-                        self.add(proxy, self.local_why(proxy), proxy)
-                    else:
-                        self.add(values.expr_text(e), self.object_why(n, n), None)
+            hit = self.visit_all(tuple(e.args) + tuple(x for _, x in e.kwargs), proxy, depth)
+        if hit:
+            return True
+        # Nothing more specific: name what the resolver names.
+        for n in sorted(miss):
+            if n in _NOT_VALUES or self.is_module(n):
+                if proxy is not None:
+                    hit = self.add(proxy, self.local_why(proxy), proxy) or hit
                 else:
-                    self.add(n, self.why(n), n)
-            if not miss and proxy is None:
-                # Unknown without a name to blame (a call tilelint does not
-                # follow, a missing attribute): name the expression.
-                text = _chain(e)[1]
-                self.add(text, _why_text(self.env, e) or "not computable statically", None)
+                    hit = self.add(values.expr_text(e), self.object_why(n, n), None) or hit
+            else:
+                hit = self.add(n, self.why(n), n) or hit
+        if not miss and proxy is None:
+            # Unknown without a name to blame (a call tilelint does not
+            # follow, a missing attribute): name the expression.
+            hit = self.add(_chain(e)[1], _why_text(self.env, e) or "not computable statically",
+                           None)
+        return hit
+
+    def visit_all(self, exprs, proxy: Optional[str], depth: int) -> bool:
+        hit = False
+        for x in exprs:
+            hit = self.visit(x, proxy, depth + 1) or hit
+        return hit
 
     def blocked(self, e) -> Tuple[bool, Set[str]]:
         """(whether ``e`` is unknown, the names that block it)."""
@@ -417,39 +417,38 @@ class _TraceCtx:
         except Exception:  # noqa: BLE001 - a value that fails is not "unknown"
             return False, set()
 
-    def name(self, n: str, proxy: Optional[str], depth: int) -> None:
-        env = self.env
+    def name(self, n: str, proxy: Optional[str], depth: int) -> bool:
         key = (n, proxy)
         if key in self._seen:
-            return
-        self._seen.add(key)
+            return self._seen[key]
+        self._seen[key] = True  # a cycle blames what is already on the path
+        hit = self._name(n, proxy, depth)
+        self._seen[key] = hit
+        return hit
+
+    def _name(self, n: str, proxy: Optional[str], depth: int) -> bool:
+        env = self.env
         if n in env.values:
             v = env.values[n]
             if isinstance(v, values.Symbolic):
                 s = v.name
                 if s in _NOT_VALUES:
-                    if proxy is not None:
-                        self.add(proxy, self.local_why(proxy), proxy)
-                else:
-                    self.add(s, self.why(s), s)
-            elif isinstance(v, values.Unresolved):
+                    return proxy is not None and self.add(proxy, self.local_why(proxy), proxy)
+                return self.add(s, self.why(s), s)
+            if isinstance(v, values.Unresolved):
                 # A value handed over from elsewhere (``**cfg``, a helper's
                 # result): only this name can be bound here.
-                self.add(n, self.why(n, sorted(v.names)), n)
-            elif v is None:
-                self.add(n, "given as None", n)
-            return
+                return self.add(n, self.why(n, sorted(v.names)), n)
+            if v is None:
+                return self.add(n, "given as None", n)
+            return False
         if n in env.exprs:
-            before = len(self.found)
-            self.visit(env.exprs[n], n, depth + 1)
-            if len(self.found) == before:
-                self.add(n, self.why(n), n)
-            return
+            if self.visit(env.exprs[n], n, depth + 1):
+                return True
+            return self.add(n, self.why(n), n)
         if n in _NOT_VALUES:
-            if proxy is not None:
-                self.add(proxy, self.local_why(proxy), proxy)
-            return
-        self.add(n, self.why(n), n)
+            return proxy is not None and self.add(proxy, self.local_why(proxy), proxy)
+        return self.add(n, self.why(n), n)
 
     # -- why ---------------------------------------------------------------------
     def imports(self) -> Dict[str, Tuple[str, bool]]:
@@ -490,8 +489,11 @@ class _TraceCtx:
         if src.startswith("call at line"):
             where, _, rest = src.partition(" (unknown there: ")
             rest = rest[:-1] if rest.endswith(")") else rest
+            arg = self.call_arg(n)
+            if arg is not None:
+                return f"the {where} passes `{arg}`, which is not known there"
             return f"the {where} passes a value not known there" + (
-                f": `{rest}`" if rest else "")
+                f" ({rest})" if rest else "")
         if src.startswith("**"):
             return f"given by {src}{dep_txt or ' as an unknown value'}"
         if src == "autotune config":
@@ -513,6 +515,21 @@ class _TraceCtx:
         if dep_txt:
             return dep_txt[2:]
         return "not defined anywhere tilelint follows in this file"
+
+    def call_arg(self, n: str) -> Optional[str]:
+        """The text of the argument the instance's call gives parameter ``n``."""
+        call = self.call
+        if call is None:
+            return None
+        for k, a in call.kwargs:
+            if k == n:
+                return values.expr_text(a)
+        names = [p.name for p in values.kernel_params(self.kernel)]
+        if self.kernel.class_name is not None and names and names[0] in _NOT_VALUES:
+            names = names[1:]
+        if n in names and names.index(n) < len(call.args):
+            return values.expr_text(call.args[names.index(n)])
+        return None
 
     def call_note(self, n: str, owner: Optional[str] = None) -> str:
         k = self.kernel
