@@ -293,6 +293,7 @@ class CallSite:
     star_kwargs: Tuple[Expr, ...] = ()  # ``**cfg``
     via: str = "call"  # call | compile | get_tir | partial | parametrize | main
     enclosing: Optional[str] = None  # name of the function the call sits in (None = module)
+    enclosing_class: Optional[str] = None  # the class of that function, for a method
 
 
 @dataclass(frozen=True)
@@ -305,7 +306,6 @@ class Macro:
 
 @dataclass(frozen=True)
 class FuncStmt:
-    enclosing_class: Optional[str] = None  # the class of that function, for a method
     """One statement of an ordinary (non-kernel) function, kept so that the
     value resolver can follow it without executing the file.
 

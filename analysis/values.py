@@ -1021,6 +1021,8 @@ class Program:
                     out = [x for x in v if isinstance(x, dict)]
                     return out or None
         return None
+
+
     def class_configs(self, classes: Sequence[str]) -> Optional[List[Dict[str, object]]]:
         """Configurations a kernel class gives the kernels it builds: its
         ``default_config`` (a dict) first, then its ``autotune_configs`` (a list of
@@ -1050,8 +1052,6 @@ class Program:
 
 # Methods (or properties) of a kernel class that hold its configurations.
 CLASS_CONFIG_METHODS = ("default_config", "autotune_configs")
-
-
 
 
 def _covers(stmts: Sequence[FuncStmt], line: int) -> bool:
@@ -1307,6 +1307,8 @@ def _all_instances(module: Module, kernel: Kernel,
                 break
     if not contexts:
         contexts = [(None, None)]
+    try:
+        configs = prog.autotune_configs(kernel.factory or kernel.name)
         if not configs:
             # A kernel class (``self.kernel = _factory(...)`` in its methods)
             # gives the builder its ``default_config`` / ``autotune_configs``.
@@ -1314,8 +1316,6 @@ def _all_instances(module: Module, kernel: Kernel,
             if kernel.class_name is not None and kernel.class_name not in classes:
                 classes.append(kernel.class_name)
             configs = prog.class_configs(classes)
-    try:
-        configs = prog.autotune_configs(kernel.factory or kernel.name)
     except Exception:
         configs = None
     if configs and len(configs) > MAX_INSTANCES:
