@@ -1415,7 +1415,10 @@ class _Builder:
                 start = Const(0)
                 stop = TupleExpr(tuple(self.expr(a.value) for a in positional)) \
                     if len(positional) != 1 else self.expr(positional[0].value)
-        child_pa = pa + (1 if kind == "pipelined" else 0)
+        # Only a T.Pipelined that writes a pipeline annotation (num_stages > 0, or
+        # an order/stage list) hides the loops inside it from PipelinePlanning;
+        # ``T.Pipelined(n)`` alone is a plain loop to the compiler.
+        child_pa = pa + (1 if kind == "pipelined" and _annotates(loop_kwargs) else 0)
         ctx.loop_vars.add(var)
         children = self.block(node.body, ctx, ctx.macros, locals_out, child_pa)
 
@@ -2206,6 +2209,20 @@ def _defines_kernel(fn: cst.FunctionDef, builder: "_Builder") -> bool:
 
     fn.visit(V())
     return found
+
+
+def _annotates(loop_kwargs: Dict[str, Tuple]) -> bool:
+    """Whether ``T.Pipelined(...)`` with these arguments writes a pipeline
+    annotation: tilelang 0.1.15 writes none for ``num_stages=0`` and empty
+    ``order``/``stage`` (their defaults)."""
+    ns = loop_kwargs.get("num_stages")
+    if ns is not None and not (isinstance(ns[0], Const) and ns[0].value == 0):
+        return True
+    for key in ("order", "stage"):
+        v = loop_kwargs.get(key)
+        if v is not None and not (isinstance(v[0], TupleExpr) and not v[0].items):
+            return True
+    return False
 
 
 def _has_pipelined(fn: cst.FunctionDef, builder: "_Builder") -> bool:

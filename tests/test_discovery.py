@@ -69,3 +69,17 @@ def test_unknown_tile_sizes_are_named_once():
     for n in ("block_M", "block_N", "block_K", "num_stages"):
         assert n in tl002[0].message
     assert [d.code for d in a.diagnostics if d.severity in ("error", "warning")] == []
+
+
+def test_plain_outer_pipelined_hides_nothing():
+    """``T.Pipelined(n)`` without num_stages/order/stage writes no annotation
+    (tilelang 0.1.15), so the loop inside it is planned: no TL109 (measured:
+    parity fixture nested_outer_plain); with num_stages it does hide it."""
+    src = (Path(__file__).parent / "fixtures" / "parity" / "nested_outer_plain.py").read_text()
+    a = analyze(src, "nested_outer_plain.py", Settings(target="sm_80"))
+    assert [d.code for d in a.diagnostics if d.code == "TL109"] == []
+    inner = [lr for kr in a.kernels for lr in kr.loops if lr.loop.var == "k"]
+    assert inner and inner[0].pipelined
+    src2 = (Path(__file__).parent / "fixtures" / "parity" / "nested_pipelined.py").read_text()
+    a2 = analyze(src2, "nested_pipelined.py", Settings(target="sm_80"))
+    assert [d.code for d in a2.diagnostics if d.code == "TL109"] == ["TL109"]

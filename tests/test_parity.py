@@ -57,6 +57,12 @@ KNOWN_GAPS = {
         "slot the previous iteration's gemm read (gemm_ns2 has it) -- likely a compiler race",
     ("bind_reads_written_manual", "sm_80", "sync"):
         "the compiler waits with wait_group<1> before `kk = Idx_shared[0]`: [0, 1, 2, 0]",
+    ("nested_outer_plain", "sm_80", "sync"):
+        "a pipelined loop inside a plain T.Pipelined(n): kernel totals match, but the model "
+        "counts 3 __syncthreads inside the outer loop where the compiler has 2",
+    ("nested_outer_plain", "sm_90", "sync"):
+        "a pipelined loop inside a plain T.Pipelined(n): kernel totals match, but the model "
+        "counts 3 __syncthreads inside the outer loop where the compiler has 2",
     ("bind_reads_written_manual", "sm_90", "sync"):
         "the compiler waits with wait_group<1> before `kk = Idx_shared[0]`: [0, 1, 2, 0]",
 }
