@@ -391,7 +391,7 @@ class _TraceCtx:
                 if proxy is not None:
                     hit = self.add(proxy, self.local_why(proxy), proxy) or hit
                 else:
-                    hit = self.add(values.expr_text(e), self.object_why(n, n), None) or hit
+                    hit = self.add(_text(e), self.object_why(n, n), None) or hit
             else:
                 hit = self.add(n, self.why(n), n) or hit
         if not miss and proxy is None:
@@ -502,7 +502,7 @@ class _TraceCtx:
             expr = self.env.exprs.get(n)
             what = {"default": "default", "module constant": "module constant",
                     "assignment": "assigned"}[src]
-            text = values.expr_text(expr) if expr is not None else ""
+            text = _text(expr) if expr is not None else ""
             reason = _why_text(self.env, expr)
             return f"{what} `{text}`" + (f": {reason}" if reason else "") if text else what
         hit = self.imports().get(n)
@@ -523,12 +523,12 @@ class _TraceCtx:
             return None
         for k, a in call.kwargs:
             if k == n:
-                return values.expr_text(a)
+                return _text(a)
         names = [p.name for p in values.kernel_params(self.kernel)]
         if self.kernel.class_name is not None and names and names[0] in _NOT_VALUES:
             names = names[1:]
         if n in names and names.index(n) < len(call.args):
-            return values.expr_text(call.args[names.index(n)])
+            return _text(call.args[names.index(n)])
         return None
 
     def call_note(self, n: str, owner: Optional[str] = None) -> str:
@@ -547,13 +547,13 @@ class _TraceCtx:
             return "no call site in this file"
         call = self.call if self.call is not None else calls[0]
         if call.star_kwargs:
-            star = ", ".join(f"**{values.expr_text(s)}" for s in call.star_kwargs)
+            star = ", ".join(f"**{_text(s)}" for s in call.star_kwargs)
             return f"the call at line {call.span.line} passes it in {star}, which is not known"
         return f"not passed by the call at line {call.span.line}"
 
     def local_why(self, n: str) -> str:
         expr = self.env.exprs.get(n)
-        text = values.expr_text(expr) if expr is not None else ""
+        text = _text(expr) if expr is not None else ""
         obj = self.object_why("self", "self")
         return (f"assigned `{text}`; " if text else "") + obj
 
@@ -589,7 +589,28 @@ def _chain(e) -> Tuple[Optional[str], str]:
         root, text = _chain(e.value)
         idx = repr(e.index.value) if isinstance(e.index, Const) else "…"
         return root, f"{text}[{idx}]"
-    return None, values.expr_text(e)
+    return None, _text(e)
+
+
+def _text(e) -> str:
+    """Source-like text of a model expression (items and attributes included)."""
+    from .model import Attr, Call, Const, Name, Subscript, TupleExpr
+    try:
+        if isinstance(e, Subscript):
+            return f"{_text(e.value)}[{_text(e.index)}]"
+        if isinstance(e, Attr):
+            return f"{_text(e.base)}.{e.attr}"
+        if isinstance(e, Call) and not e.func.startswith("<"):
+            args = [_text(a) for a in e.args] + [f"{k}={_text(v)}" for k, v in e.kwargs]
+            return f"{e.func}({', '.join(args)})"
+        if isinstance(e, TupleExpr):
+            inner = ", ".join(_text(x) for x in e.items)
+            return f"[{inner}]" if e.is_list else f"({inner})"
+        if isinstance(e, (Name, Const)):
+            return values.expr_text(e)
+    except RecursionError:  # pragma: no cover
+        return "…"
+    return values.expr_text(e)
 
 
 def _why_text(env: values.Env, expr) -> str:
@@ -607,6 +628,8 @@ def _why_text(env: values.Env, expr) -> str:
         return f"a call of `{why[5:]}` tilelint does not follow"
     if why.startswith("attribute "):
         return f"attribute `.{why[10:]}` of an object"
+    if why == "subscript":
+        return "an item tilelint cannot look up"
     return why
 
 
