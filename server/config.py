@@ -51,7 +51,7 @@ import re
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from tilelint.analysis import Settings
 from tilelint.analysis import directives as directives_mod
@@ -266,7 +266,8 @@ class Config:
     path: Optional[Path] = None  # the pyproject.toml it came from
     root: Optional[Path] = None  # its directory: where relative patterns start
     targets: Tuple[str, ...] = (DEFAULT_TARGET,)
-    select: Tuple[str, ...] = ()
+    select: Tuple[str, ...] = ()  # empty: the default set
+    extend_select: Tuple[str, ...] = ()  # added to ``select`` (or to the default set)
     ignore: Tuple[str, ...] = ()
     per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
     per_file_targets: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
@@ -307,16 +308,17 @@ class Config:
                 out.extend(codes)
         return tuple(dict.fromkeys(out))
 
-    def targets_for(self, path: os.PathLike | str, source: Optional[str] = None
-                    ) -> Tuple[str, ...]:
+    def targets_for(self, path: os.PathLike | str, source: Optional[str] = None,
+                    strict: bool = True) -> Tuple[str, ...]:
         """The targets ``path`` is analysed for, in the order of the module
         docstring.  ``source`` is the file's text (None: not read; the
-        directive and the named targets then do not apply).  Raises
-        ``ConfigError`` for an unknown name in a ``# tilelint: target``."""
+        directive and the named targets then do not apply).  An unknown name
+        in a ``# tilelint: target`` raises ``ConfigError`` (``strict``, the
+        CLI) or is left out (the language server)."""
         return resolve_targets(
             path, source, explicit=self.targets if self.targets_origin == "cli" else (),
             per_file_targets=self.per_file_targets, base=self._base(),
-            configured=self.targets)
+            configured=self.targets, strict=strict)
 
     def settings_list(self, path: os.PathLike | str, source: Optional[str] = None
                       ) -> List[Settings]:
@@ -327,18 +329,37 @@ class Config:
         """The settings of ``path`` once its text is known (picklable)."""
         return FileSettings(self, str(path))
 
-    def settings_for(self, path: os.PathLike | str, target: Optional[str] = None,
-                     source: Optional[str] = None) -> Settings:
+    def rule_selection(self) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+        """(``Settings.select``, codes to ignore) for ``select`` plus
+        ``extend-select``.  ``extend-select`` without ``select`` adds to the
+        default set: every code is selected and the codes that are off by
+        default stay off unless ``extend-select`` names them."""
+        if not self.extend_select:
+            return self.select, ()
+        if self.select:
+            return tuple(dict.fromkeys(self.select + self.extend_select)), ()
+        from tilelint.analysis.pipeline import OFF_BY_DEFAULT
+
+        still_off = tuple(c for c in OFF_BY_DEFAULT
+                          if not any(c.startswith(p) for p in self.extend_select))
+        return ("TL",), still_off
+
+    def settings_for(self, path: Optional[os.PathLike | str], target: Optional[str] = None,
+                     source: Optional[str] = None, strict: bool = True) -> Settings:
         """The analysis settings for one file and one target (without
-        ``target``: the first of ``targets_for(path, source)``)."""
+        ``target``: the first of ``targets_for(path, source, strict)``).
+        ``path`` None: no file (the configured target, no per-file ignores)."""
         if not target:
-            target = self.targets_for(path, source)[0]
+            target = (self.targets_for(path, source, strict) if path is not None
+                      else self.targets)[0]
+        select, off = self.rule_selection()
+        per_file = self.ignores_for(path) if path is not None else ()
         return Settings(
             target=targets_mod.normalise(target),
             bindings=self.bindings,
             kernel_bindings=self.kernel_bindings,
-            select=self.select,
-            ignore=tuple(dict.fromkeys(self.ignore + self.ignores_for(path))),
+            select=select,
+            ignore=tuple(dict.fromkeys(self.ignore + per_file + off)),
             all_bindings=self.all_bindings,
         )
 
@@ -356,10 +377,13 @@ class Config:
             changes["targets"] = tuple(dict.fromkeys(check_target(t, "--target") for t in targets))
             changes["targets_origin"] = "cli"
         if select is not None:
+            # A later ``select`` starts over: the file's ``extend-select`` goes too.
             changes["select"] = tuple(check_codes(select, "--select"))
+            changes["extend_select"] = ()
         if extend_select:
-            base = changes.get("select", self.select)
-            changes["select"] = tuple(base) + tuple(check_codes(extend_select, "--extend-select"))
+            base = changes.get("extend_select", self.extend_select)
+            changes["extend_select"] = tuple(base) + tuple(
+                check_codes(extend_select, "--extend-select"))
         if ignore:
             changes["ignore"] = self.ignore + tuple(check_codes(ignore, "--ignore"))
         if exclude:
@@ -570,8 +594,7 @@ def config_from_table(table: Mapping[str, object], path: Optional[Path] = None) 
     if "select" in norm:
         cfg["select"] = tuple(check_codes(norm["select"], "select"))
     if "extend-select" in norm:
-        cfg["select"] = tuple(cfg.get("select", ())) + tuple(
-            check_codes(norm["extend-select"], "extend-select"))
+        cfg["extend_select"] = tuple(check_codes(norm["extend-select"], "extend-select"))
     if "ignore" in norm:
         cfg["ignore"] = tuple(check_codes(norm["ignore"], "ignore"))
     if "exclude" in norm:
@@ -595,6 +618,84 @@ def config_from_table(table: Mapping[str, object], path: Optional[Path] = None) 
         cfg["all_bindings"] = _check_bool(norm["all-bindings"], "all-bindings")
     root = path.parent if path is not None else None
     return Config(path=path, root=root, **cfg)  # type: ignore[arg-type]
+
+
+# Keys the editor may set on top of ``[tool.tilelint]`` (the language
+# server's ``initializationOptions`` and ``workspace/configuration``), in the
+# order they apply: ``target`` beats ``targets``, ``select`` comes before
+# ``extend-select``.
+OVERLAY_KEYS = ("targets", "target", "select", "extend-select", "ignore", "bindings",
+                "all-bindings", "inlay-hints", "verify")
+
+
+def overlay(config: Config, editor: Mapping[str, object],
+            warn: Optional[Callable[[str], None]] = None) -> Config:
+    """Editor settings on top of a loaded configuration.
+
+    ``editor`` is a plain dict with the keys of ``[tool.tilelint]``
+    (``OVERLAY_KEYS``; server/lsp/settings.py turns the client's JSON into
+    it).  They apply like the command line's options: ``target``/``targets``
+    and ``select`` replace (``select`` drops the file's ``extend-select``),
+    ``extend-select``, ``ignore`` and ``bindings`` add (a binding given here
+    beats the file's, per-kernel tables included), the booleans replace.  A
+    target set here counts as configuration (rule 5 of ``targets_for``): a
+    file's directive, ``per-file-targets`` and the targets its code names
+    still come first.  ``exclude``, ``per-file-ignores`` and
+    ``per-file-targets`` come from the file only.
+
+    A key or value that is not valid is left out and reported through
+    ``warn`` with the message ``tilelint check`` gives for it; never raises."""
+    given: Dict[str, object] = {}
+    for raw_key, value in editor.items():
+        key = str(raw_key).replace("_", "-")
+        if value is None:
+            continue
+        if key not in OVERLAY_KEYS:
+            if warn is not None:
+                warn(f"unknown setting `{raw_key}`; known: " + ", ".join(OVERLAY_KEYS))
+            continue
+        given[key] = value
+    cfg = config
+    for key in OVERLAY_KEYS:
+        if key not in given:
+            continue
+        try:
+            cfg = _overlay_one(cfg, key, given[key])
+        except ConfigError as exc:
+            if warn is not None:
+                warn(f"setting ignored: {exc}")
+    return cfg
+
+
+def _overlay_one(cfg: Config, key: str, value: object) -> Config:
+    if key in ("target", "targets"):
+        names = [value] if isinstance(value, str) else value
+        if not isinstance(names, (list, tuple)) or not names:
+            raise ConfigError(f"`{key}` must be a target name or a non-empty list of them, "
+                              f"got {value!r}")
+        targets = tuple(dict.fromkeys(check_target(t, key) for t in names))
+        return replace(cfg, targets=targets, targets_origin="config")
+    if key == "select":
+        return replace(cfg, select=tuple(check_codes(value, key)), extend_select=())
+    if key == "extend-select":
+        return replace(cfg, extend_select=tuple(dict.fromkeys(
+            cfg.extend_select + tuple(check_codes(value, key)))))
+    if key == "ignore":
+        return replace(cfg, ignore=tuple(dict.fromkeys(cfg.ignore + tuple(check_codes(value, key)))))
+    if key == "bindings":
+        common, per_kernel = _check_bindings(value, key)
+        merged = dict(cfg.bindings)
+        merged.update(common)
+        names = {n for n, _ in common}
+        tables: Dict[str, Dict[str, object]] = {
+            k: {n: v for n, v in pairs if n not in names} for k, pairs in cfg.kernel_bindings}
+        for kernel, pairs in per_kernel:
+            tables.setdefault(kernel, {}).update(pairs)
+        return replace(cfg, bindings=tuple(merged.items()),
+                       kernel_bindings=tuple((k, tuple(t.items())) for k, t in tables.items()))
+    field_name = {"all-bindings": "all_bindings", "inlay-hints": "inlay_hints",
+                  "verify": "verify"}[key]
+    return replace(cfg, **{field_name: _check_bool(value, key)})
 
 
 def _read_toml(path: Path) -> Dict[str, object]:
@@ -656,11 +757,30 @@ def find_config(start: os.PathLike | str) -> Optional[Path]:
 class ConfigCache:
     """Config per directory, so a run over many files reads each pyproject once."""
 
-    def __init__(self, explicit: Optional[os.PathLike | str] = None, isolated: bool = False) -> None:
+    def __init__(self, explicit: Optional[os.PathLike | str] = None, isolated: bool = False,
+                 on_error: Optional[Callable[[ConfigError], None]] = None) -> None:
+        """``on_error``: a pyproject.toml that does not load is reported to it
+        and its directory gets the defaults (the language server), instead of
+        the ``ConfigError`` (the CLI)."""
+        self._on_error = on_error
         self._explicit = load_config(explicit) if explicit is not None else None
         self._isolated = isolated
         self._by_dir: Dict[str, Config] = {}
         self._by_file: Dict[Path, Config] = {}
+
+    def clear(self) -> None:
+        """Forget what was read (a pyproject.toml changed)."""
+        self._by_dir.clear()
+        self._by_file.clear()
+
+    def _load(self, found: Path) -> Config:
+        try:
+            return load_config(found)
+        except ConfigError as exc:
+            if self._on_error is None:
+                raise
+            self._on_error(exc)
+            return Config(path=found, root=found.parent)
 
     def for_path(self, path: os.PathLike | str) -> Config:
         if self._explicit is not None:
@@ -677,7 +797,7 @@ class ConfigCache:
             else:
                 hit = self._by_file.get(found)
                 if hit is None:
-                    hit = load_config(found)
+                    hit = self._load(found)
                     self._by_file[found] = hit
             self._by_dir[d] = hit
         return hit

@@ -118,7 +118,10 @@ def test_overrides():
                            extend_select=["TL900"])
     assert o.targets == ("sm_90",)
     assert o.ignore == ("TL203", "TL002")
-    assert o.select == ("TL1", "TL900")
+    assert o.select == ("TL1",) and o.extend_select == ("TL900",)
+    assert o.settings_for(None).select == ("TL1", "TL900")
+    # --select starts over: the file's extend-select goes with the file's select.
+    assert Config(extend_select=("TL900",)).with_overrides(select=["TL2"]).extend_select == ()
     assert dict(o.bindings) == {"a": 2, "b": 3}
     with pytest.raises(ConfigError, match="--target"):
         cfg.with_overrides(targets=["volta"])
@@ -198,3 +201,150 @@ def test_command_line_binding_beats_per_kernel_table() -> None:
     out = cfg.with_overrides(bindings=[("num_stages", 4)])
     assert dict(out.bindings)["num_stages"] == 4
     assert out.kernel_bindings == (("gemm", (("block_K", 64),)),)
+
+
+# --------------------------------------------------------------------------
+# extend-select: added to select, or to the default set
+# --------------------------------------------------------------------------
+
+
+def test_extend_select_adds_to_the_default_set():
+    """The default set is every code but TL900 (unused noqa, off by default:
+    docs/rules/TL900.md); ``extend-select`` without ``select`` adds to it,
+    it does not replace it."""
+    from tilelint.analysis.pipeline import selected
+    plain = Config().settings_for(None)
+    assert selected("TL101", plain) and not selected("TL900", plain)
+    s = Config(extend_select=("TL900",)).settings_for(None)
+    assert selected("TL101", s) and selected("TL201", s) and selected("TL900", s)
+    s = Config(extend_select=("TL9",)).settings_for(None)  # a prefix that covers TL900
+    assert selected("TL900", s) and selected("TL002", s)
+    s = Config(extend_select=("TL203",)).settings_for(None)  # on by default already
+    assert selected("TL203", s) and not selected("TL900", s)
+    s = Config(select=("TL1",), extend_select=("TL900",)).settings_for(None)
+    assert selected("TL101", s) and selected("TL900", s) and not selected("TL201", s)
+    # per-file-ignores still beat extend-select
+    s = Config(root=Path("/x"), extend_select=("TL900",),
+               per_file_ignores=(("k.py", ("TL900",)),)).settings_for("/x/k.py")
+    assert not selected("TL900", s) and selected("TL101", s)
+
+
+DUP_ORDER = """\
+import tilelang.language as T
+
+
+def matmul(M, N, K, block_M, block_N, block_K, dtype="float16", accum_dtype="float"):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            B_shared = T.alloc_shared((block_K, block_N), dtype)
+            C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+            T.clear(C_local)
+            for k in T.Pipelined(T.ceildiv(K, block_K), order=[0, 0, 1], stage=[0, 0, 1]):
+                T.copy(A[by * block_M, k * block_K], A_shared)
+                T.copy(B[k * block_K, bx * block_N], B_shared)
+                T.gemm(A_shared, B_shared, C_local)
+            T.copy(C_local, C[by * block_M, bx * block_N])
+    return main
+
+
+x = 1  # noqa: TL201
+kernel = matmul(1024, 1024, 1024, 128, 128, 32)
+"""
+
+
+def test_cli_extend_select_keeps_the_default_rules(tmp_path, capsys):
+    """Two statements with order 0 (lines 13 and 14) are what tilelang 0.1.15's
+    InjectSoftwarePipeline rejects ("Two statements in the software pipeline
+    cannot have the same order", NOTES.md): TL101 on the second.  The noqa on
+    line 20 suppresses nothing there: TL900 once selected.  Before, a lone
+    ``extend-select`` replaced the default set and TL101 was lost."""
+    import json
+
+    from tilelint.server import cli
+    f = write(tmp_path / "k.py", DUP_ORDER)
+    write(tmp_path / "pyproject.toml", '[tool.tilelint]\nextend-select = ["TL900"]\n')
+    rc = cli.main(["check", "--no-progress", "--format", "json", str(f)])
+    found = sorted((d["code"], d["line"]) for d in json.loads(capsys.readouterr().out))
+    assert rc == 1
+    assert found == [("TL101", 14), ("TL900", 20)]
+
+
+# --------------------------------------------------------------------------
+# Editor settings: an overlay on the loaded configuration
+# --------------------------------------------------------------------------
+
+
+def test_overlay_applies_like_the_command_line(tmp_path):
+    from tilelint.server.config import overlay
+    pp = write(tmp_path / "pyproject.toml", """
+[tool.tilelint]
+target = "sm_86"
+select = ["TL1"]
+extend-select = ["TL900"]
+ignore = ["TL203"]
+exclude = ["generated/"]
+per-file-ignores = { "tests/**" = ["TL002"] }
+per-file-targets = { "hopper/**" = ["sm_90"] }
+
+[tool.tilelint.bindings]
+block_K = 64
+
+[tool.tilelint.bindings.gemm]
+num_stages = 2
+block_M = 128
+""")
+    cfg = load_config(pp)
+    warnings = []
+    out = overlay(cfg, {"target": "sm_89", "ignore": ["TL2"],
+                        "bindings": {"num_stages": 4, "gemm": {"block_M": 64}},
+                        "all_bindings": True, "inlay-hints": False}, warnings.append)
+    assert warnings == []
+    # target: configuration level; per-file-targets still first
+    assert out.targets_for(tmp_path / "src" / "k.py", "") == ("sm_89",)
+    assert out.targets_for(tmp_path / "hopper" / "k.py", "") == ("sm_90",)
+    s = out.settings_for(tmp_path / "tests" / "k.py", source="")
+    assert s.target == "sm_89"
+    assert s.select == ("TL1", "TL900")                  # file's select and extend-select kept
+    assert s.ignore == ("TL203", "TL2", "TL002")          # ignore adds; per-file-ignores kept
+    assert dict(s.bindings) == {"block_K": 64, "num_stages": 4}
+    assert s.kernel_bindings == (("gemm", (("block_M", 64),)),)  # editor beats the table
+    assert s.all_bindings and out.inlay_hints is False
+    assert out.is_excluded(tmp_path / "generated" / "k.py")
+    # select replaces, and drops the file's extend-select
+    assert overlay(cfg, {"select": ["TL2"]}).settings_for(None).select == ("TL2",)
+    assert overlay(cfg, {"extend-select": "TL203"}).settings_for(None).select == (
+        "TL1", "TL900", "TL203")
+
+
+def test_overlay_reports_bad_values_and_keeps_the_rest():
+    from tilelint.server.config import overlay
+    warnings = []
+    out = overlay(Config(), {"target": "volta", "select": ["TL999"], "ignore": "TL2",
+                             "verify": "yes", "colour": "red", "bindings": {"block K": 1}},
+                  warnings.append)
+    assert out.target == "sm_80" and out.select == () and out.ignore == ("TL2",)
+    assert out.verify is False and out.bindings == ()
+    text = "\n".join(warnings)
+    for needle in ("`target`", "unknown target 'volta'", "`select`", "unknown rule code 'TL999'",
+                   "`verify`", "`colour`", "`bindings.block K`"):
+        assert needle in text, (needle, text)
+    assert len(warnings) == 5
+
+
+def test_config_cache_reports_a_broken_pyproject_and_uses_defaults(tmp_path):
+    pp = write(tmp_path / "pyproject.toml", '[tool.tilelint]\ntarget = "sm_7"\n')
+    f = write(tmp_path / "k.py", "")
+    with pytest.raises(ConfigError):
+        ConfigCache().for_path(f)
+    errors = []
+    cache = ConfigCache(on_error=errors.append)
+    cfg = cache.for_path(f)
+    assert cfg.target == "sm_80" and cfg.root == tmp_path
+    assert len(errors) == 1 and "unknown target 'sm_7'" in str(errors[0]) and str(pp) in str(errors[0])
+    # fixed on disk: clear() reads it again
+    write(pp, '[tool.tilelint]\ntarget = "sm_90"\n')
+    assert cache.for_path(f).target == "sm_80"
+    cache.clear()
+    assert cache.for_path(f).target == "sm_90"
