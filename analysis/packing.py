@@ -135,10 +135,15 @@ def _find_result(loop: Loop, loops: Sequence[LoopResult]) -> Optional[LoopResult
 
 
 def _versions(loops: Sequence[LoopResult]) -> Dict[str, int]:
+    """Versions per buffer; 0 when a loop cannot tell (its stages are unknown),
+    and then the buffer's bytes are unknown too."""
     out: Dict[str, int] = {}
     for lr in loops:
         for v in lr.versions:
-            out[v.buffer] = max(out.get(v.buffer, 1), v.versions)
+            if v.versions == 0 or out.get(v.buffer) == 0:
+                out[v.buffer] = 0
+            else:
+                out[v.buffer] = max(out.get(v.buffer, 1), v.versions)
     return out
 
 
@@ -399,7 +404,8 @@ def _pack(kernel, env, loops, target, warp_specialized) -> Packing:
     aligns = _alignments(kernel, dyn | static, target, warp_specialized, loops)
     sizes: Dict[str, Optional[int]] = {}
     for a in allocs:
-        sizes[a.name] = buffer_bytes(a, env, versions.get(a.name, 1))
+        nver = versions.get(a.name, 1)
+        sizes[a.name] = buffer_bytes(a, env, nver) if nver else None
     unknown = tuple(sorted(n for n, v in sizes.items() if v is None))
 
     def arena(names: Set[str]):

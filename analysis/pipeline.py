@@ -63,6 +63,13 @@ def kernel_overrides(kernel: Kernel, settings: Settings) -> Dict[str, object]:
     return out
 
 
+def _schedule_unknown(loop_results: Sequence[LoopResult]) -> bool:
+    """A pipelined loop whose stages are not known: the sync the compiler
+    inserts is not known either, so none is claimed."""
+    return any(lr.pipelined and any(s.stage is None for s in lr.statements)
+               for lr in loop_results)
+
+
 def pipelined_loops(stmts: Sequence[Stmt]) -> Iterator[Loop]:
     """Every ``T.Pipelined`` loop of a body, outer before inner, in source order."""
     for st in stmts:
@@ -120,7 +127,7 @@ def analyze_kernel(module: Module, kernel: Kernel, target: str, settings: Settin
         if tinfo is not None and tinfo.kind == "cuda" and kernel.dialect == "cuda":
             pack = packing.pack_kernel(kernel, env, loop_results, target, ws)
             ksync, lsyncs = sync_cuda.kernel_sync(kernel, env, loop_results, target, ws)
-            if _sync_not_modelled(kernel):
+            if _sync_not_modelled(kernel) or _schedule_unknown(loop_results):
                 ksync, lsyncs = None, [None] * len(loop_results)
             loop_results = [_replace(lr, sync=s) for lr, s in zip(loop_results, lsyncs)]
             threads = sync_cuda.threads(kernel, env, ws)

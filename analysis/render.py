@@ -58,7 +58,7 @@ def buffer_json(b: BufferInfo) -> Dict[str, object]:
         "scope": b.scope,
         "dtype": b.dtype,
         "shape": list(b.shape),
-        "versions": b.versions,
+        "versions": b.versions or None,  # 0 = unknown (stages unknown)
         "bytes": b.bytes,
         "offset": b.offset,
     }
@@ -281,7 +281,7 @@ def explain_text(analysis: Analysis) -> str:
                 out.append(f"    line {b.span.line:<4} (replayable bind, not scheduled)  {b.label}")
             if lr.versions:
                 out.append("    versions: " + ", ".join(
-                    f"{v.buffer}×{v.versions}" for v in lr.versions))
+                    f"{v.buffer}×{v.versions or '?'}" for v in lr.versions))
             if lr.sync is not None:
                 s = lr.sync
                 out.append(f"    sync in loop: __syncthreads×{s.syncthreads}"
@@ -295,8 +295,8 @@ def explain_text(analysis: Analysis) -> str:
             for b in kr.buffers:
                 shape = "×".join(str(x) for x in b.shape)
                 where = "static @" if b.scope == "shared" else "@"
-                out.append(f"    {b.name:<16} {shape} {b.dtype} ×{b.versions} = {b.bytes} B"
-                           f" {where} {b.offset}")
+                out.append(f"    {b.name:<16} {shape} {b.dtype} ×{b.versions or '?'} = "
+                           f"{_v(b.bytes)} B {where} {_v(b.offset)}")
         if kr.sync is not None:
             s = kr.sync
             out.append(f"  sync: __syncthreads×{s.syncthreads}, cp.async commit×{s.cp_async_commit},"
