@@ -421,15 +421,14 @@ class _Doc:
 def test_lsp_uses_the_directive_then_per_file_targets_then_named(tmp_path):
     pp = write(tmp_path / "pyproject.toml",
                '[tool.tilelint]\ntarget = "sm_86"\nper-file-targets = { "hopper/**" = ["sm_89"] }\n')
-    cache = lsp_settings.PyprojectCache()
     hopper = str(tmp_path / "hopper" / "k.py")
     other = str(tmp_path / "other" / "k.py")
-    _, table = cache.lookup(hopper)
+    base = config_for(hopper)
     # the editor's own setting counts as configuration: the file's target wins
-    opts = lsp_settings.merge(table, {}, {"target": "sm_80"})
+    opts = lsp_settings.merge({}, {"target": "sm_80"})
 
     def target(path, text):
-        return lsp_settings.to_settings(opts, _Doc(path, text)).target
+        return lsp_settings.to_settings(opts, _Doc(path, text), base).target
 
     assert target(hopper, DIRECTIVE + GEMM_196K + NAMED) == "sm_100"  # first of the directive
     assert target(hopper, GEMM_196K + NAMED) == "sm_89"
@@ -440,7 +439,7 @@ def test_lsp_uses_the_directive_then_per_file_targets_then_named(tmp_path):
     assert target(other, "# tilelint: target bogus\n" + GEMM_196K) == "sm_80"
     # a path (an unopened file) is read from disk
     write(Path(other), DIRECTIVE + GEMM_196K)
-    assert lsp_settings.to_settings(opts, other).target == "sm_100"
+    assert lsp_settings.to_settings(opts, other, base).target == "sm_100"
     assert pp.exists()
 
 

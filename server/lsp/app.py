@@ -153,10 +153,13 @@ class TilelintServer(LanguageServer):
         except (ValueError, RuntimeError):  # pragma: no cover
             pass
         self.store = DocumentStore(self.executor, self.settings_for, self.publish, self.encoding,
-                                   self.selection_for)
+                                   self.selection_for, self.excluded)
         self.init_options: Dict[str, Any] = {}
         self.client_options: Dict[str, Any] = {}
-        self.pyproject = settings_mod.PyprojectCache()
+        # [tool.tilelint] per directory (server/config.py); cleared when a pyproject.toml changes.
+        self.pyproject = settings_mod.Configs(lambda exc: self._warn_once(
+            f"invalid configuration, using the defaults: {exc}", show=True))
+        self._warned: set = set()
         self.initialized = False
         self.gc = IdleCollector()
         self.gc.busy = lambda: any(d.task is not None and not d.task.done()
@@ -276,21 +279,57 @@ class TilelintServer(LanguageServer):
         return self.capability("text_document.diagnostic") is not None
 
     # ---- configuration ----------------------------------------------------
-    def options_for(self, doc_or_path: Any) -> Dict[str, Any]:
+    def editor_options(self) -> Dict[str, Any]:
+        """initializationOptions, then workspace/configuration (plain dict)."""
+        return settings_mod.merge(self.init_options, self.client_options)
+
+    def config_for(self, doc_or_path: Any):
+        """The document's ``config.Config``: its pyproject.toml's, with the
+        editor's settings over it (``config.overlay``)."""
         path = doc_or_path.path if isinstance(doc_or_path, Document) else doc_or_path
-        _, table = self.pyproject.lookup(path)
-        return settings_mod.merge(table, self.init_options, self.client_options)
+        return settings_mod.document_config(
+            self.pyproject.for_path(path), self.editor_options(),
+            lambda msg: self._warn_once(f"tilelint settings: {msg}"))
+
+    def options_for(self, doc_or_path: Any) -> Dict[str, Any]:
+        return settings_mod.view(self.config_for(doc_or_path), self.editor_options(),
+                                 excluded=self.excluded(doc_or_path))
 
     def settings_for(self, doc_or_path: Any) -> Settings:
-        return settings_mod.to_settings(self.options_for(doc_or_path), doc_or_path)
+        return settings_mod.settings_of(self.config_for(doc_or_path), doc_or_path)
 
     def selection_for(self, doc_or_path: Any):
         """The instance labels the ``binding`` setting picks (see settings)."""
-        return settings_mod.binding_selection(self.options_for(doc_or_path))
+        return settings_mod.binding_selection(self.editor_options())
+
+    def excluded(self, doc_or_path: Any) -> bool:
+        """Whether the configuration's ``exclude`` covers the document (it then
+        gets no diagnostics, as ``tilelint check FILE`` checks nothing)."""
+        path = doc_or_path.path if isinstance(doc_or_path, Document) else doc_or_path
+        if not path:
+            return False
+        cfg = self.pyproject.for_path(path)
+        try:
+            out = cfg.is_excluded(path)
+        except Exception:  # pragma: no cover - a setting must never take the server down
+            log.exception("checking `exclude` for %s failed", path)
+            return False
+        if out:
+            self._warn_once(f"{path} is excluded by `exclude` in "
+                            f"{cfg.path or 'the default excludes'}: no diagnostics", level=logging.INFO)
+        return out
+
+    def _warn_once(self, message: str, show: bool = False, level: int = logging.WARNING) -> None:
+        """Log a configuration problem once (until the configuration changes)."""
+        if message in self._warned:
+            return
+        self._warned.add(message)
+        log.log(level, "%s", message)
+        if show and threading.current_thread() is threading.main_thread():
+            self.show_message(f"tilelint: {message}", lsp.MessageType.Warning)
 
     def should_push(self, doc: Optional[Document] = None) -> bool:
-        mode = str((self.options_for(doc) if doc is not None else settings_mod.merge(
-            self.init_options, self.client_options)).get("diagnostics", "auto")).lower()
+        mode = str(self.editor_options().get("diagnostics", "auto")).lower()
         if mode in ("push", "both"):
             return True
         if mode == "pull":
@@ -299,6 +338,7 @@ class TilelintServer(LanguageServer):
 
     def configuration_changed(self) -> None:
         """Re-analyse everything and tell the client to re-pull."""
+        self._warned.clear()
         self.store.request_all()
         if self.capability("workspace.diagnostics.refresh_support"):
             try:

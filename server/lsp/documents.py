@@ -223,17 +223,6 @@ class ParseCache:
         return model_
 
 
-def _takes_source() -> bool:
-    import inspect
-    try:
-        return "source" in inspect.signature(pipeline.analyze_kernel).parameters
-    except (TypeError, ValueError):  # pragma: no cover
-        return False
-
-
-_KERNEL_TAKES_SOURCE: Optional[bool] = None
-
-
 class KernelCache:
     """Results of ``pipeline.analyze_kernel`` keyed by the kernel model and the
     module context it reads (constants, call sites, functions, macros), the
@@ -263,18 +252,13 @@ class KernelCache:
         try:
             # The source only serves fixes built from the kernel's own text, which
             # is the same whenever the kernel model is (same chunk, same place).
-            global _KERNEL_TAKES_SOURCE
-            if _KERNEL_TAKES_SOURCE is None:
-                _KERNEL_TAKES_SOURCE = _takes_source()
             # An Ascend loop schedule that is not solved yet is not solved here
             # (it can take seconds): the result is provisional until it is.
             with schedule_ascend.deferred_solving() as pending:
                 if select is not None and not settings.all_bindings:
                     out = _analyze_selected(module, kernel, target, settings, source, select)
-                elif _KERNEL_TAKES_SOURCE:
+                else:
                     out = pipeline.analyze_kernel(module, kernel, target, settings, source)
-                else:  # pragma: no cover - older analysis API
-                    out = pipeline.analyze_kernel(module, kernel, target, settings)
         except Exception as exc:  # a bug of the analysis must not take the editor down
             log.exception("analysis of kernel %s failed", kernel.name)
             out = ([model.KernelResult(kernel=kernel)], [model.Diagnostic(
@@ -642,11 +626,13 @@ class DocumentStore:
 
     def __init__(self, executor: Executor, settings_for: Callable[[Document], Settings],
                  on_result: Callable[[Document], Any], encoding: Callable[[], str],
-                 selection_for: Optional[Callable[[Document], Tuple[Tuple[str, str], ...]]] = None
-                 ) -> None:
+                 selection_for: Optional[Callable[[Document], Tuple[Tuple[str, str], ...]]] = None,
+                 excluded: Optional[Callable[[Any], bool]] = None) -> None:
         self.executor = executor
         self.settings_for = settings_for
         self.selection_for = selection_for or (lambda doc: ())
+        # A document the configuration's ``exclude`` covers gets an empty analysis.
+        self.excluded = excluded or (lambda doc: False)
         self.on_result = on_result
         self.encoding = encoding
         self.caches = Caches()
@@ -693,8 +679,13 @@ class DocumentStore:
             settings = self.settings_for(doc)
             selection = self.selection_for(doc)
             try:
-                result = await loop.run_in_executor(
-                    self.executor, compute, snap, settings, self.caches, selection)
+                if self.excluded(doc):
+                    result = Computed(snap.version, snap.generation, snap.lines,
+                                      resplit(snap.lines, snap.slots),
+                                      model.Analysis(path=snap.path, target=settings.target))
+                else:
+                    result = await loop.run_in_executor(
+                        self.executor, compute, snap, settings, self.caches, selection)
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -785,4 +776,6 @@ class DocumentStore:
 
     def analyse_file(self, text: str, path: str, settings: Settings, selection=()):
         """Blocking: a one-shot analysis (run through the executor)."""
+        if self.excluded(path):
+            return split_lines(text), model.Analysis(path=path, target=settings.target)
         return analyze_text(text, path, settings, self.caches, selection)

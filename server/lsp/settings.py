@@ -1,69 +1,70 @@
-"""Server configuration: ``[tool.tilelint]`` in the nearest pyproject.toml,
-overridden by ``initializationOptions``, overridden by the client's
-``workspace/configuration`` section ``tilelint``.
+"""The editor's settings: the client's JSON into the plain dict that
+``server/config.py`` lays over ``[tool.tilelint]``, and the keys only the
+language server has.
 
-Keys (camelCase or snake_case or kebab-case all accepted):
-``target`` (``sm_80``…), ``select`` / ``ignore`` (code prefixes), ``bindings``
-(``{name: value}``; a table value is per kernel or factory:
-``{gemm = {block_K = 32}}``), ``binding`` (``"first"``: analyse the first
-instantiation of each kernel, ``"all"``: every one), ``inlayHints`` (bool, or
-``{stages = bool, buffers = bool}``), ``diagnostics`` (``auto`` | ``push`` |
-``pull`` | ``both``: how diagnostics reach the client; ``auto`` pushes unless
-the client pulls).
+Layers, later wins: ``[tool.tilelint]`` of the document's nearest
+pyproject.toml (loaded by ``server/config.py``, every key as in ``tilelint
+check``: ``exclude``, ``per-file-ignores``, ``per-file-targets``,
+``extend-select`` included), then ``initializationOptions``, then the
+client's ``workspace/configuration`` section ``tilelint``.  ``merge`` joins
+the two editor layers; ``config_keys`` names them as in ``[tool.tilelint]``;
+``config.overlay`` applies them like command-line options.
 
-``binding`` also picks one instantiation by its label (the labels
-``values.instance_labels`` gives, e.g. ``"num_stages=4, block_K=64"``): a
-string applies to every kernel that has an instance with that label, a table
-``{kernel or factory name: label}`` per kernel.
+Editor keys (camelCase, snake_case or kebab-case):
+``target`` / ``targets``, ``select``, ``extendSelect``, ``ignore`` (code
+prefixes), ``bindings`` (``{name: value}``; a table value is per kernel or
+factory: ``{gemm = {block_K = 32}}``), ``binding``, ``inlayHints``,
+``compiler.verify``: see ``config.overlay`` for how each applies.  Only the
+language server has:
 
-The target of a document follows ``server/config.py`` (``resolve_targets``):
-its ``# tilelint: target`` directive, else the first matching
-``per-file-targets`` glob of its pyproject.toml, else an architecture its code
-names (``target="cuda -arch=sm_90"``), else the ``target`` setting (any layer:
-pyproject, ``initializationOptions``, ``workspace/configuration``), else
-sm_80.  Of several targets the server analyses the first.
+- ``binding``: ``"first"`` (analyse the first instantiation of each kernel),
+  ``"all"`` (every one, like ``all-bindings = true``), or one instantiation
+  by its label (``values.instance_labels``, e.g. ``"num_stages=4,
+  block_K=64"``): a string for every kernel that has an instance with that
+  label, a table ``{kernel or factory name: label}`` per kernel;
+- ``inlayHints``: a bool (like ``inlay-hints``) or ``{stages = bool, buffers = bool}``;
+- ``diagnostics``: ``auto`` | ``push`` | ``pull`` | ``both``, how diagnostics
+  reach the client (``auto`` pushes unless the client pulls);
+- ``compiler.verify``: ``"off"`` | ``"onSave"`` (``verify = true`` in
+  ``[tool.tilelint]`` means ``"onSave"``): lower the file with the real
+  tilelang on every save (in a worker process) and merge its TL910/TL911;
+  refused when the client says the workspace is untrusted
+  (``initializationOptions`` ``trusted: false``).
 
-``compiler.verify`` (``"off"`` | ``"onSave"``; ``[tool.tilelint] verify =
-true`` means ``"onSave"``): lower the file with the real tilelang on every
-save (in a worker process) and merge its TL910/TL911.  Refused when the
-client says the workspace is untrusted (``initializationOptions`` ``trusted:
-false``).
+The target of a document is ``config.Config.targets_for``'s first (its
+``# tilelint: target`` directive, the first matching ``per-file-targets``
+glob, an architecture its code names, the ``target`` setting of any layer,
+sm_80).  A document its configuration's ``exclude`` covers gets no
+diagnostics.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-from typing import Any, Dict, Mapping, Optional, Tuple
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable, Dict, Mapping, Optional, Tuple
 
 if TYPE_CHECKING:  # pragma: no cover
     from tilelint.analysis.model import Settings
+    from tilelint.server.config import Config, ConfigCache, ConfigError
 
 log = logging.getLogger(__name__)
-
-DEFAULTS: Dict[str, Any] = {
-    "target": "sm_80",
-    "select": [],
-    "ignore": [],
-    "bindings": {},
-    "binding": "first",
-    "inlayHints": True,
-    "diagnostics": "auto",
-    "compiler.verify": "off",
-}
 
 FIRST, ALL = "first", "all"
 VERIFY_OFF, VERIFY_ON_SAVE = "off", "onSave"
 
+# Editor spellings of the keys (after ``normalise_keys``).
 _ALIASES = {
     "inlay_hints": "inlayHints", "inlay-hints": "inlayHints", "inlayhints": "inlayHints",
     "all_bindings": "binding", "all-bindings": "binding", "allBindings": "binding",
+    "extend_select": "extendSelect", "extend-select": "extendSelect",
+    "verify": "compiler.verify", "compilerVerify": "compiler.verify",
+    "compiler_verify": "compiler.verify",
 }
 
 
 def normalise_keys(table: Mapping[str, Any]) -> Dict[str, Any]:
+    """One editor layer with the keys spelt one way; ``{"compiler": {"verify":
+    …}}`` (VS Code nests dotted settings) becomes ``compiler.verify``."""
     out: Dict[str, Any] = {}
     for key, value in table.items():
         if not isinstance(key, str):
@@ -72,35 +73,28 @@ def normalise_keys(table: Mapping[str, Any]) -> Dict[str, Any]:
         if k == "binding" and isinstance(value, bool):
             value = ALL if value else FIRST
         if k == "compiler":
-            # ``{"compiler": {"verify": "onSave"}}`` (VS Code nests dotted settings)
             if isinstance(value, Mapping):
                 for sub, v in value.items():
                     if isinstance(sub, str):
                         out["compiler." + sub] = v
             continue
-        if k == "targets":
-            # An editor shows one target: the first of the project's list.
-            if isinstance(value, (list, tuple)) and value and isinstance(value[0], str):
-                out.setdefault("target", value[0])
-            continue
-        if k in ("verify", "compilerVerify", "compiler_verify"):
-            k = "compiler.verify"
         out[k] = value
     return out
 
 
 def merge(*layers: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
-    """Later layers win; ``bindings`` tables are merged key by key."""
-    out: Dict[str, Any] = dict(DEFAULTS)
-    out["bindings"] = {}
+    """The editor layers (``initializationOptions``, then
+    ``workspace/configuration``) as one dict; later layers win, ``bindings``
+    tables are merged key by key, None and an empty ``target`` mean "not set"."""
+    out: Dict[str, Any] = {}
     for layer in layers:
         if not isinstance(layer, Mapping):
             continue
         for key, value in normalise_keys(layer).items():
-            if value is None or (key == "target" and value == ""):
-                continue  # an empty target setting means "not set"
+            if value is None or (key in ("target", "targets") and value in ("", [])):
+                continue
             if key == "bindings" and isinstance(value, Mapping):
-                merged = dict(out["bindings"])
+                merged = dict(out.get("bindings") or {})
                 merged.update(value)
                 out["bindings"] = merged
             else:
@@ -108,25 +102,47 @@ def merge(*layers: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
     return out
 
 
-def _frozen(value: Any) -> Any:
-    if isinstance(value, (list, tuple)):
-        return tuple(_frozen(v) for v in value)
-    if isinstance(value, Mapping):
-        return tuple((str(k), _frozen(v)) for k, v in value.items())
-    return value
-
-
-def _codes(value: Any) -> Tuple[str, ...]:
+def _verify_value(value: Any) -> Optional[bool]:
+    """``compiler.verify`` as ``[tool.tilelint]``'s ``verify`` (None: not understood)."""
+    if isinstance(value, bool):
+        return value
     if isinstance(value, str):
-        value = [v for v in value.replace(",", " ").split() if v]
-    if not isinstance(value, (list, tuple)):
-        return ()
-    return tuple(str(v).strip().upper() for v in value if str(v).strip())
+        v = value.strip().lower().replace("-", "").replace("_", "")
+        if v in ("onsave", "save", "on", "true"):
+            return True
+        if v in ("off", "false", "never", ""):
+            return False
+    return None
 
 
-# The pyproject.toml a table came from (``PyprojectCache``), so that
-# ``per-file-targets`` globs are relative to it.
-PYPROJECT_KEY = "__pyproject__"
+def config_keys(options: Mapping[str, Any]) -> Dict[str, Any]:
+    """The merged editor settings named as in ``[tool.tilelint]`` (the input
+    of ``config.overlay``).  Only the editor's own vocabulary is translated
+    here (``binding``, ``compiler.verify``, ``inlayHints``); the values are
+    checked by ``config.overlay``."""
+    out: Dict[str, Any] = {}
+    for key in ("target", "targets", "select", "ignore", "bindings"):
+        if key in options:
+            out[key] = options[key]
+    if "extendSelect" in options:
+        out["extend-select"] = options["extendSelect"]
+    if "binding" in options:
+        b = options["binding"]
+        out["all-bindings"] = isinstance(b, str) and b.strip().lower() == ALL
+    if isinstance(options.get("inlayHints"), bool):
+        out["inlay-hints"] = options["inlayHints"]
+    if "compiler.verify" in options:
+        raw = options["compiler.verify"]
+        v = _verify_value(raw)
+        out["verify"] = raw if v is None else v  # not understood: overlay reports it
+    return out
+
+
+def document_config(base: "Config", options: Mapping[str, Any],
+                    warn: Optional[Callable[[str], None]] = None) -> "Config":
+    """A document's configuration: its pyproject's, with the editor's settings over it."""
+    from tilelint.server.config import overlay
+    return overlay(base, config_keys(options), warn)
 
 
 def _document_text(doc: Any) -> Optional[str]:
@@ -144,56 +160,44 @@ def _document_text(doc: Any) -> Optional[str]:
     return None
 
 
-def document_target(options: Mapping[str, Any], doc: Any = None) -> str:
-    """The target the server analyses ``doc`` (a Document or a path) for."""
-    configured = options.get("target") or DEFAULTS["target"]
-    if doc is None:
-        return str(configured)
-    path = getattr(doc, "path", None) or (doc if isinstance(doc, str) else None)
+def _document_path(doc: Any) -> Optional[str]:
+    return getattr(doc, "path", None) or (doc if isinstance(doc, str) else None)
+
+
+def settings_of(cfg: "Config", doc: Any = None) -> "Settings":
+    """The analysis settings of ``doc`` (a Document or a path; None: the
+    workspace's) under ``cfg``: its first target, per-file ignores."""
+    path = _document_path(doc)
+    if path is None:
+        return cfg.settings_for(None)
     try:
-        from tilelint.server import config as cfg_mod
-        table = options.get("per-file-targets") or options.get("per_file_targets") or {}
-        try:
-            pft = cfg_mod.check_per_file_targets(table) if table else ()
-        except cfg_mod.ConfigError as exc:
-            log.warning("per-file-targets ignored: %s", exc)
-            pft = ()
-        pyproject = options.get(PYPROJECT_KEY)
-        base = os.path.dirname(pyproject) if isinstance(pyproject, str) else (
-            os.path.dirname(path) if path else None)
-        targets = cfg_mod.resolve_targets(
-            path or "<document>", _document_text(doc), per_file_targets=pft, base=base,
-            configured=(str(configured),), strict=False)
-        return targets[0]
+        return cfg.settings_for(path, source=_document_text(doc), strict=False)
     except Exception:  # a setting must never take the server down
-        log.exception("resolving the target of %s failed", path)
-        return str(configured)
+        log.exception("resolving the settings of %s failed", path)
+        return cfg.settings_for(None)
 
 
-def to_settings(options: Mapping[str, Any], doc: Any = None) -> "Settings":
-    """Settings for a document (``doc``: a Document or a path; None: the
-    workspace defaults)."""
-    from .lazy import model
-    bindings = []
-    kernel_bindings = []
-    raw = options.get("bindings") or {}
-    if isinstance(raw, Mapping):
-        for name, value in raw.items():
-            if isinstance(value, Mapping):
-                kernel_bindings.append((str(name), tuple(
-                    (str(k), _frozen(v)) for k, v in value.items())))
-            else:
-                bindings.append((str(name), _frozen(value)))
-    target = document_target(options, doc)
-    return model.Settings(
-        target=str(target),
-        bindings=tuple(bindings),
-        kernel_bindings=tuple(kernel_bindings),
-        select=_codes(options.get("select")),
-        ignore=_codes(options.get("ignore")),
-        all_bindings=isinstance(options.get("binding"), str)
-        and str(options.get("binding")).strip().lower() == ALL,
-    )
+def to_settings(options: Mapping[str, Any], doc: Any = None,
+                base: Optional["Config"] = None) -> "Settings":
+    """Settings for a document from merged editor settings over ``base``
+    (default: no pyproject.toml)."""
+    if base is None:
+        from tilelint.server.config import Config
+        base = Config()
+    return settings_of(document_config(base, options, log.warning), doc)
+
+
+def view(cfg: "Config", options: Mapping[str, Any], excluded: bool = False) -> Dict[str, Any]:
+    """The editor settings with what the configuration decides filled in, for
+    the server's own features (``verify_mode``, ``inlay_enabled``,
+    ``binding_selection``, ``diagnostics``)."""
+    out = dict(options)
+    out["compiler.verify"] = VERIFY_ON_SAVE if cfg.verify and not excluded else VERIFY_OFF
+    if not isinstance(options.get("inlayHints"), Mapping):
+        out["inlayHints"] = cfg.inlay_hints
+    if "binding" not in options:
+        out["binding"] = ALL if cfg.all_bindings else FIRST
+    return out
 
 
 def binding_selection(options: Mapping[str, Any]) -> Tuple[Tuple[str, str], ...]:
@@ -230,15 +234,10 @@ def selected_label(selection: Tuple[Tuple[str, str], ...], kernel_name: str,
 def verify_mode(options: Mapping[str, Any]) -> str:
     """``"onSave"`` or ``"off"``."""
     value = options.get("compiler.verify", VERIFY_OFF)
-    if value is True:
-        return VERIFY_ON_SAVE
-    if isinstance(value, str) and value.strip().lower().replace("-", "").replace("_", "") in (
-            "onsave", "save", "on", "true"):
-        return VERIFY_ON_SAVE
-    if value not in (None, False, VERIFY_OFF) and not (
-            isinstance(value, str) and value.strip().lower() in ("off", "false", "never", "")):
+    v = _verify_value(value) if value is not None else False
+    if v is None:
         log.warning("tilelint.compiler.verify: unknown value %r, verification stays off", value)
-    return VERIFY_OFF
+    return VERIFY_ON_SAVE if v else VERIFY_OFF
 
 
 def trusted(*layers: Optional[Mapping[str, Any]]) -> bool:
@@ -259,92 +258,24 @@ def inlay_enabled(options: Mapping[str, Any], kind: str) -> bool:
     return bool(value)
 
 
-# --------------------------------------------------------------------------
-# pyproject.toml
-# --------------------------------------------------------------------------
+class Configs:
+    """The server's ``config.ConfigCache``, made on first use (importing
+    ``server/config.py`` loads the analysis, which the server does after
+    answering ``initialize``).  A pyproject.toml that does not load is
+    reported to ``on_error`` and gives the defaults."""
 
-
-def _load_toml(path: str) -> Dict[str, Any]:
-    try:
-        import tomllib  # type: ignore[import-not-found]
-    except ImportError:  # Python 3.10
-        try:
-            import tomli as tomllib  # type: ignore[no-redef]
-        except ImportError:
-            log.warning("no TOML parser available; ignoring %s", path)
-            return {}
-    with open(path, "rb") as fh:
-        return tomllib.load(fh)
-
-
-def _table_from_config_module(path: str) -> Optional[Dict[str, Any]]:
-    """Use the CLI's ``server/config.py`` when it provides a loader."""
-    try:
-        from tilelint.server import config as cfg  # type: ignore
-    except Exception:
-        return None
-    for name in ("load_pyproject_table", "read_pyproject", "load_pyproject"):
-        fn = getattr(cfg, name, None)
-        if callable(fn):
-            try:
-                table = fn(path)
-            except Exception:
-                log.exception("server.config.%s(%s) failed", name, path)
-                return None
-            if isinstance(table, Mapping):
-                return dict(table)
-            if hasattr(table, "__dict__"):
-                return {k: v for k, v in vars(table).items() if not k.startswith("_")}
-    return None
-
-
-class PyprojectCache:
-    """Nearest ``pyproject.toml`` with a ``[tool.tilelint]`` table, per directory."""
-
-    def __init__(self) -> None:
-        self._dirs: Dict[str, Tuple[Optional[str], Dict[str, Any]]] = {}
+    def __init__(self, on_error: Callable[["ConfigError"], None]) -> None:
+        self._on_error = on_error
+        self._cache: Optional["ConfigCache"] = None
 
     def clear(self) -> None:
-        self._dirs.clear()
+        if self._cache is not None:
+            self._cache.clear()
 
-    def lookup(self, file_path: Optional[str]) -> Tuple[Optional[str], Dict[str, Any]]:
-        if not file_path:
-            return None, {}
-        directory = os.path.dirname(os.path.abspath(file_path))
-        hit = self._dirs.get(directory)
-        if hit is not None:
-            return hit
-        found: Tuple[Optional[str], Dict[str, Any]] = (None, {})
-        cur = directory
-        while True:
-            candidate = os.path.join(cur, "pyproject.toml")
-            if os.path.isfile(candidate):
-                table = self.read(candidate)
-                if table is not None:
-                    found = (candidate, table)
-                    break
-            parent = os.path.dirname(cur)
-            if parent == cur:
-                break
-            cur = parent
-        self._dirs[directory] = found
-        return found
-
-    @staticmethod
-    def read(path: str) -> Optional[Dict[str, Any]]:
-        """The ``[tool.tilelint]`` table of ``path`` or None when it has none."""
-        table = _table_from_config_module(path)
-        if table is not None:
-            return {**table, PYPROJECT_KEY: os.path.abspath(path)}
-        try:
-            data = _load_toml(path)
-        except Exception as exc:
-            log.warning("cannot read %s: %s", path, exc)
-            return None
-        tool = data.get("tool", {}) if isinstance(data, dict) else {}
-        table = tool.get("tilelint") if isinstance(tool, dict) else None
-        if not isinstance(table, dict):
-            return None
-        out = dict(table)
-        out[PYPROJECT_KEY] = os.path.abspath(path)
-        return out
+    def for_path(self, path: Optional[str]) -> "Config":
+        from tilelint.server.config import Config, ConfigCache
+        if not path:
+            return Config()
+        if self._cache is None:
+            self._cache = ConfigCache(on_error=self._on_error)
+        return self._cache.for_path(path)

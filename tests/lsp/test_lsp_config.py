@@ -1,18 +1,66 @@
 """Configuration: pyproject.toml [tool.tilelint] (reloaded on
-didChangeWatchedFiles), overridden by workspace/configuration."""
+didChangeWatchedFiles), overridden by workspace/configuration; every key of
+[tool.tilelint] gives the editor what `tilelint check` reports."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
 
 import pytest
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
-from lsp_helpers import DATA, close_doc, codes, open_doc, read, wait_until
+from lsp_helpers import DATA, REPO, close_doc, codes, open_doc, read, wait_until
 
 CLIENT = "push"
 CONFIG = {}
+
+# Two statements with order 0 (lines 13 and 14): tilelang 0.1.15's
+# InjectSoftwarePipeline rejects it ("Two statements in the software pipeline
+# cannot have the same order", NOTES.md), TL101 on the second.  The noqa on
+# line 20 suppresses nothing: TL900 (unused noqa), off unless selected.
+DUP_ORDER = """\
+import tilelang.language as T
+
+
+def matmul(M, N, K, block_M, block_N, block_K, dtype="float16", accum_dtype="float"):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            B_shared = T.alloc_shared((block_K, block_N), dtype)
+            C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+            T.clear(C_local)
+            for k in T.Pipelined(T.ceildiv(K, block_K), order=[0, 0, 1], stage=[0, 0, 1]):
+                T.copy(A[by * block_M, k * block_K], A_shared)
+                T.copy(B[k * block_K, bx * block_N], B_shared)
+                T.gemm(A_shared, B_shared, C_local)
+            T.copy(C_local, C[by * block_M, bx * block_N])
+    return main
+
+
+x = 1  # noqa: TL201
+kernel = matmul(1024, 1024, 1024, 128, 128, 32)
+"""
+
+# proj/: extend-select, per-file-ignores and exclude; (code, 1-based line)
+# expected per file from the reasoning above: the default rules plus TL900,
+# legacy_*.py without TL101, generated/ not checked at all.
+PROJ_PYPROJECT = """\
+[tool.tilelint]
+extend-select = ["TL900"]
+exclude = ["generated/"]
+per-file-ignores = { "legacy_*.py" = ["TL101"] }
+"""
+EXPECTED = {
+    "dup_order.py": [("TL101", 14), ("TL900", 20)],
+    "legacy_dup.py": [("TL900", 20)],
+    "generated/dup.py": [],
+}
 
 
 def make_workspace(factory):
@@ -21,7 +69,27 @@ def make_workspace(factory):
     sub = ws / "kernels"
     sub.mkdir()
     (sub / "smem_over.py").write_text(read("smem_over.py"))
+    proj = ws / "proj"
+    (proj / "generated").mkdir(parents=True)
+    (proj / "pyproject.toml").write_text(PROJ_PYPROJECT)
+    for rel in EXPECTED:
+        (proj / rel).write_text(DUP_ORDER)
     return ws
+
+
+def cli_findings(proj, rels):
+    """What `tilelint check` reports for each file: {rel: [(code, line)]}."""
+    out = subprocess.run(
+        [sys.executable, "-m", "tilelint.server.entry", "check", "--format", "json",
+         "--no-progress", *rels], cwd=proj, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(
+            p for p in (os.environ.get("PYTHONPATH"), str(REPO)) if p)})
+    assert out.returncode in (0, 1), out.stderr
+    found = {rel: [] for rel in rels}
+    for d in json.loads(out.stdout):
+        rel = os.path.relpath(os.path.join(proj, d["path"]), proj).replace(os.sep, "/")
+        found[rel].append((d["code"], d["line"]))
+    return {rel: sorted(v) for rel, v in found.items()}
 
 
 def latest(client, uri):
@@ -32,6 +100,35 @@ def latest(client, uri):
 async def settle(client, uri, pred, what):
     return await wait_until(lambda: latest(client, uri) is not None and pred(latest(client, uri)),
                             what=what)
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_server_publishes_what_the_cli_reports(client: LanguageClient):
+    """extend-select, per-file-ignores and exclude of [tool.tilelint]: the
+    editor shows exactly what `tilelint check` reports for the same files."""
+    proj = client.workspace_path / "proj"
+    cli = cli_findings(proj, list(EXPECTED))
+    assert cli == EXPECTED  # the reasoning above, so the comparison can fail
+    uris = {rel: (proj / rel).as_uri() for rel in EXPECTED}
+    for rel, uri in uris.items():
+        open_doc(client, uri, DUP_ORDER)
+    for rel, uri in uris.items():
+        await settle(client, uri, lambda p: True, f"publish for {rel}")
+        pub = latest(client, uri)
+        got = sorted((d.code, d.range.start.line + 1) for d in pub.diagnostics)
+        assert got == cli[rel], rel
+    # Editor settings are an overlay: `ignore` adds to the file's (TL900 off
+    # everywhere), exclude and per-file-ignores stay.
+    client.set_configuration({"ignore": ["TL900"]}, section="tilelint")
+    client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings=None))
+    want = {rel: [f for f in v if f[0] != "TL900"] for rel, v in EXPECTED.items()}
+    for rel, uri in uris.items():
+        await settle(client, uri, lambda p, w=want[rel]: sorted(
+            (d.code, d.range.start.line + 1) for d in p.diagnostics) == w, f"{rel} with ignore")
+    for uri in uris.values():
+        close_doc(client, uri)
+    client.set_configuration({}, section="tilelint")
+    client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings=None))
 
 
 @pytest.mark.asyncio(loop_scope="module")
@@ -75,9 +172,15 @@ async def test_pyproject_then_watch_then_client_settings(client: LanguageClient)
     close_doc(client, uri)
 
 
-def test_targets_list_gives_the_editor_its_first_target() -> None:
+def test_targets_list_gives_the_editor_its_first_target(tmp_path) -> None:
     """`targets = [...]` in pyproject (for `tilelint check`): the editor analyses
-    for the first one; an explicit `target` still wins."""
-    from tilelint.server.lsp.settings import normalise_keys
-    assert normalise_keys({"targets": ["sm_90", "sm_80"]}) == {"target": "sm_90"}
-    assert normalise_keys({"targets": ["sm_90"], "target": "sm_86"})["target"] == "sm_86"
+    for the first one; a `target` setting of the editor still wins."""
+    from tilelint.server.config import load_config
+    from tilelint.server.lsp import settings as S
+    pp = tmp_path / "pyproject.toml"
+    pp.write_text('[tool.tilelint]\ntargets = ["sm_90", "sm_80"]\n')
+    base = load_config(pp)
+    k = str(tmp_path / "k.py")
+    assert S.to_settings(S.merge({}), k, base).target == "sm_90"
+    assert S.to_settings(S.merge({"targets": ["sm_86", "sm_90"]}), k, base).target == "sm_86"
+    assert S.to_settings(S.merge({"target": "sm_89"}), k, base).target == "sm_89"
