@@ -14,7 +14,7 @@ import pytest
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
-from lsp_helpers import DATA, REPO, close_doc, codes, open_doc, read, wait_until
+from lsp_helpers import REPO, close_doc, codes, open_doc, read, wait_until
 
 CLIENT = "push"
 CONFIG = {}
@@ -110,13 +110,21 @@ async def test_server_publishes_what_the_cli_reports(client: LanguageClient):
     cli = cli_findings(proj, list(EXPECTED))
     assert cli == EXPECTED  # the reasoning above, so the comparison can fail
     uris = {rel: (proj / rel).as_uri() for rel in EXPECTED}
-    for rel, uri in uris.items():
+    for uri in uris.values():
         open_doc(client, uri, DUP_ORDER)
     for rel, uri in uris.items():
         await settle(client, uri, lambda p: True, f"publish for {rel}")
         pub = latest(client, uri)
         got = sorted((d.code, d.range.start.line + 1) for d in pub.diagnostics)
         assert got == cli[rel], rel
+    # An excluded file is not analysed at all: no inlay hints either.
+    def hints(uri):
+        return client.text_document_inlay_hint_async(lsp.InlayHintParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri),
+            range=lsp.Range(start=lsp.Position(line=0, character=0),
+                            end=lsp.Position(line=99, character=0))))
+    assert await hints(uris["dup_order.py"])
+    assert not await hints(uris["generated/dup.py"])
     # Editor settings are an overlay: `ignore` adds to the file's (TL900 off
     # everywhere), exclude and per-file-ignores stay.
     client.set_configuration({"ignore": ["TL900"]}, section="tilelint")
