@@ -318,11 +318,21 @@ def unresolved_values(module: Module, kernel: Kernel, env: values.Env,
     offered for binding: an attribute read through a local name is bound by
     that name, one read directly has no binding."""
     ctx = _TraceCtx(module, kernel, env, source, call)
+    raw: Set[str] = set()
     for e in _relevant_exprs(kernel):
+        raw |= env.missing(e)
         try:
             ctx.visit(e, None, 0)
         except RecursionError:  # pragma: no cover - depth is bounded below
             continue
+    if not ctx.found:
+        # Never silent where the resolver names a blocker: if the trace found
+        # nothing to show, show the resolver's own names.
+        for n in sorted(raw - {"<symbolic>"}):
+            if n in _NOT_VALUES or ctx.is_module(n):
+                ctx.add(n, ctx.object_why(n, n), None)
+            else:
+                ctx.add(n, ctx.why(n), n)
     return ctx.found
 
 
@@ -428,7 +438,7 @@ class _TraceCtx:
         key = (n, proxy)
         if key in self._seen:
             return self._seen[key]
-        self._seen[key] = True  # a cycle blames what is already on the path
+        self._seen[key] = False  # reached again through itself: blames nothing new
         hit = self._name(n, proxy, depth)
         self._seen[key] = hit
         return hit
@@ -637,6 +647,8 @@ def _why_text(env: values.Env, expr) -> str:
         return f"attribute `.{why[10:]}` of an object"
     if why == "subscript":
         return "an item tilelint cannot look up"
+    if why == "cyclic definition":
+        return "computed from its own earlier value, which tilelint could not compute"
     return why
 
 

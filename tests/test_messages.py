@@ -112,6 +112,14 @@ TL002_EXPECTED: Dict[str, dict] = {
         names=["block_M", "block_N"],
         why={"block_M": "the call at line 20", "block_N": "the call at line 19"},
         binds=["block_M", "block_N"]),
+    # threads is assigned three times, each from the one before; the resolver
+    # keeps the last (max(threads, 1)), and the one before it calls
+    # `.bit_length()`, which it does not follow.  threads feeds T.Kernel, so it
+    # is listed (never silently dropped), with that reason, and can be bound.
+    "tl002_reassigned.py": dict(
+        names=["threads"],
+        why={"threads": "assigned `max(threads, 1)`: computed from its own earlier value"},
+        binds=["threads"]),
     # S is a module: S.BLOCK_N (read directly in a shape) cannot be bound,
     # S.THREADS feeds the local `threads`, which can.
     "tl002_module_attr.py": dict(
@@ -165,6 +173,7 @@ def _insert_binding(source: str, def_name: str, text: str) -> str:
      {"NUM_STAGES": "3", "block_K": "32", "block_M": "128", "block_N": "128"}),
     ("tl002_instances.py", "copy_tiles", {"block_M": "64", "block_N": "64"}),
     ("tl002_module_attr.py", "tl002_module_attr", {"threads": "128"}),
+    ("tl002_reassigned.py", "scale_rows", {"threads": "128"}),
 ])
 def test_tl002_suggestion_filled_in_clears_it(name, factory, given):
     """Every name the suggestion lists is one a binding really gives: the
@@ -432,3 +441,41 @@ def test_shared_total_matches_the_compiler(target):
             assert kr.shared_bytes == sh["bytes"], (n, kname)
             assert kr.shared_total == sh["bytes"] + sh["static_bytes"], (
                 n, kname, kr.shared_total, sh)
+
+
+# --------------------------------------------------------------------------
+# TL002 is never silent where values are missing
+# --------------------------------------------------------------------------
+
+ALL_FIXTURES = sorted(
+    [p for d in ("parity", "model", "realworld", "messages", "autotune", "targets")
+     for p in (REPO / "tests" / "fixtures" / d).glob("**/*.py")]
+    + list(EXAMPLES.glob("*.py")))
+
+
+def test_tl002_whenever_the_resolver_misses_a_value():
+    """For every fixture of the repository: a kernel whose sizes, dtypes,
+    threads or schedule name a value the resolver does not have gets its
+    TL002, and a TL002 is only given where one of those is unknown."""
+    from tilelint.analysis import frontend, pipeline
+    checked = 0
+    for path in ALL_FIXTURES:
+        src = path.read_text(encoding="utf-8", errors="replace")
+        module = frontend.parse_module(src)
+        a = analyze(src, str(path), Settings(target="sm_80"), module=module)
+        with_tl002 = {d.kernel for d in tl002(a)}
+        for kr in a.kernels:
+            k = kr.kernel
+            if k.kernel_span is None or k.dialect == "npu":
+                continue  # modelled, never reported on
+            inst = values.instances(module, k)[0]
+            view = pipeline.active_view(k, inst.env)
+            raw = pipeline._unresolved_names(view, inst.env) - {"<symbolic>"}
+            unknown = any(inst.env.evaluate(e) is None and inst.env.reason(e)
+                          for e in pipeline._relevant_exprs(view))
+            if raw:
+                assert k.name in with_tl002, (path.name, k.name, raw)
+            if k.name in with_tl002:
+                assert unknown, (path.name, k.name)
+            checked += 1
+    assert checked > 100, checked
