@@ -165,7 +165,7 @@ def split_chunks(source: str) -> List[Chunk]:
 
 
 # Keywords that continue the compound statement above them at the same indent.
-_CLAUSE_KEYWORDS = frozenset({"else", "elif", "except", "finally"})
+CLAUSE_KEYWORDS = frozenset({"else", "elif", "except", "finally"})
 
 
 def _ast_starts(source: str) -> Optional[List[int]]:
@@ -212,7 +212,7 @@ def _token_starts(source: str, lines: Sequence[str]) -> List[int]:
             if at_stmt_start:
                 at_stmt_start = False
                 if indent == 0:
-                    clause = ttype == tokenize.NAME and tok.string in _CLAUSE_KEYWORDS
+                    clause = ttype == tokenize.NAME and tok.string in CLAUSE_KEYWORDS
                     if not pending_decorator and not clause:
                         starts.append(tok.start[0] - 1)
                     pending_decorator = tok.type == tokenize.OP and tok.string == "@"
@@ -220,14 +220,14 @@ def _token_starts(source: str, lines: Sequence[str]) -> List[int]:
         for i in range(depth_ok_line, len(lines)):
             line = lines[i]
             if line[:1] and not line[:1].isspace() and not line.startswith("#") \
-                    and _first_word(line) not in _CLAUSE_KEYWORDS:
+                    and first_word(line) not in CLAUSE_KEYWORDS:
                 if i not in starts:
                     if line.startswith("@") or not (starts and _prev_is_decorator(lines, i)):
                         starts.append(i)
     return starts
 
 
-def _first_word(line: str) -> str:
+def first_word(line: str) -> str:
     m = re.match(r"[A-Za-z_]+", line)
     return m.group(0) if m else ""
 

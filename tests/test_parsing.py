@@ -35,7 +35,7 @@ def test_clauses_stay_with_their_statement():
     for c in chunks:
         first = next((ln for ln in c.text.splitlines()
                       if ln.strip() and not ln.startswith("#")), "")
-        assert frontend._first_word(first) not in frontend._CLAUSE_KEYWORDS, c.text[:60]
+        assert frontend.first_word(first) not in frontend.CLAUSE_KEYWORDS, c.text[:60]
 
 
 @pytest.mark.parametrize("src", [

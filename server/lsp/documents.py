@@ -349,11 +349,15 @@ def _region_needs_next(lines: Sequence[str], start: int, end: int) -> bool:
 
 
 def _starts_indented(lines: Sequence[str], start: int) -> bool:
+    """Does the code from ``start`` on continue the statement before it: an
+    indented line, or a clause (``else``/``elif``/``except``/``finally``) of a
+    top-level compound statement?"""
     i = start
     while i < len(lines):
         text = lines[i].rstrip("\r\n")
         if text.strip() and not text.lstrip().startswith("#"):
-            return text[:1].isspace()
+            return text[:1].isspace() or \
+                frontend.first_word(text) in frontend.CLAUSE_KEYWORDS
         i += 1
         if i - start > 1000:
             break
@@ -377,7 +381,8 @@ def resplit(lines: Sequence[str], slots: List[Slot]) -> List[Slot]:
             prev = out.pop()
             start = prev.start
         # Absorb following slots while the region's end would glue onto them.
-        while i + 1 < n and _region_needs_next(lines, start, end):
+        while i + 1 < n and (_region_needs_next(lines, start, end)
+                             or _starts_indented(lines, end)):
             i += 1
             end = slots[i].end
         i += 1
@@ -424,19 +429,19 @@ def compute(snap: Snapshot, settings: Settings, caches: Caches,
     models: List[frontend.ChunkModel] = []
     for slot in slots:
         chunk_text = "".join(lines[slot.start:slot.end])
-        model = caches.parse.get(chunk_text, slot.start + 1, aliases)
-        if _is_broken(model):
+        cm = caches.parse.get(chunk_text, slot.start + 1, aliases)
+        if _is_broken(cm):
             if slot.good is not None:
                 # Keep what the other kernels read from this statement; its own
                 # kernels are dropped (their positions no longer mean anything).
                 g = slot.good
-                model = dataclasses.replace(
-                    model, constants=g.constants, call_sites=g.call_sites,
+                cm = dataclasses.replace(
+                    cm, constants=g.constants, call_sites=g.call_sites,
                     functions=g.functions, macros=g.macros, defs=g.defs,
                     argparse=g.argparse, toplevel=g.toplevel, iter_helpers=g.iter_helpers)
         else:
-            slot.good = model
-        models.append(model)
+            slot.good = cm
+        models.append(cm)
     try:
         module = frontend.combine(models, aliases)
     except Exception:  # pragma: no cover - defensive

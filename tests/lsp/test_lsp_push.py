@@ -175,3 +175,56 @@ async def test_full_document_change(client: LanguageClient):
     pub = await wait_published(client, uri, 2)
     assert "TL201" not in codes(pub.diagnostics)
     close_doc(client, uri)
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_toplevel_compounds_never_tl001(client: LanguageClient):
+    """The server splits a file with the same rule as check: a top-level
+    try/except, if/elif/else or with is one statement, also while it is edited
+    (a clause typed in, then removed)."""
+    from pathlib import Path
+    src = (Path(__file__).resolve().parents[1] / "fixtures" / "parsing"
+           / "toplevel_compounds.py").read_text()
+    uri = uri_for("toplevel_compounds.py", "compounds")
+    open_doc(client, uri, src, version=1)
+    pub = await wait_published(client, uri, 1)
+    assert "TL001" not in codes(pub.diagnostics)
+    lines = src.splitlines()
+    elif_at = lines.index("elif HAVE_TL:")
+    at = lines.index("else:", elif_at)
+    # a second `elif` typed in before the `else:` of the top-level if (valid Python)
+    change(client, uri, 2, rng(at, 0, at, 0), "elif READY > 1:\n    BLOCK_K = 8\n")
+    pub = await wait_published(client, uri, 2)
+    assert "TL001" not in codes(pub.diagnostics)
+    change(client, uri, 3, rng(at, 0, at + 2, 0), "")
+    pub = await wait_published(client, uri, 3)
+    assert "TL001" not in codes(pub.diagnostics)
+    close_doc(client, uri)
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_clause_typed_at_the_start_of_the_next_statement(client: LanguageClient):
+    """An `else:` typed at the first line of the statement after a top-level
+    `if` belongs to the `if`: the edited region joins the statement before it."""
+    src = "import tilelang.language as T\n\nX = 1\nif X:\n    A = 1\nB = 2\n"
+    uri = uri_for("clause_typed.py", "clause")
+    open_doc(client, uri, src, version=1)
+    pub = await wait_published(client, uri, 1)
+    assert "TL001" not in codes(pub.diagnostics)
+    change(client, uri, 2, rng(5, 0, 5, 0), "else:\n    A = 2\n")
+    pub = await wait_published(client, uri, 2)
+    assert "TL001" not in codes(pub.diagnostics)
+    close_doc(client, uri)
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_too_large_file_gets_tl003(client: LanguageClient):
+    """Over 2 MB the server publishes the one TL003 information diagnostic (and
+    stays alive), as `tilelint check` does."""
+    src = "import tilelang.language as T\n" + "x = 1  # padding\n" * 130_000
+    assert len(src) > 2_000_000
+    uri = uri_for("too_large.py", "big")
+    open_doc(client, uri, src, version=1)
+    pub = await wait_published(client, uri, 1)
+    assert codes(pub.diagnostics) == ["TL003"]
+    close_doc(client, uri)
