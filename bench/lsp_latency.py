@@ -23,7 +23,9 @@ server's RSS with 50 open kernel files, and (with --corpus DIR) the CPU time of
 under DIR that import tilelang.
 
 The run ends with a block of lines in a stable format, each with the target of
-issue 13 next to it.
+issue 13 next to it.  A kind stops after --kind-budget seconds (whole cycles)
+even if fewer than --edits edits were measured, so that a slow server still
+finishes in minutes; its line then says so.
 
     python bench/lsp_latency.py [--edits 30] [--sizes 300,3000] [--file PATH]
                                 [--no-ruff] [--open-files 50] [--corpus DIR]
@@ -730,14 +732,10 @@ class KindResult:
         return pct(self.samples, 0.95)
 
 
-def edits_for(cycle: List[Edit], n: int) -> List[Edit]:
-    """Whole cycles, at least n edits: the text ends as it began."""
-    reps = max(1, -(-n // len(cycle)))
-    return cycle * reps
-
-
-def run_edits(server: LspServer, uri: str, text: str, sites: Sites, n: int,
+def run_edits(server: LspServer, uri: str, text: str, sites: Sites, n: int, budget: float,
               timeout: float, log: Callable[[str], None]) -> Dict[str, KindResult]:
+    """Whole cycles of each kind (the text ends as it began) until at least n
+    edits are measured, or, after the first cycle, ``budget`` seconds have passed."""
     t_open = server.open(uri, text)
     ms = server.wait_published(uri, 1, t_open, timeout)
     log(f"  {server.name}: didOpen -> diagnostics {fmt_ms(ms)}")
@@ -746,13 +744,17 @@ def run_edits(server: LspServer, uri: str, text: str, sites: Sites, n: int,
         if kind not in sites.cycles:
             continue
         res = KindResult()
-        for edit in edits_for(sites.cycles[kind], n):
-            version, sent = server.change(uri, edit)
-            got = server.wait_published(uri, version, sent, timeout)
-            if got is None:
-                res.timeouts += 1
-            else:
-                res.samples.append(got)
+        t0 = time.perf_counter()
+        done = 0
+        while done < n and (done == 0 or time.perf_counter() - t0 < budget):
+            for edit in sites.cycles[kind]:
+                version, sent = server.change(uri, edit)
+                got = server.wait_published(uri, version, sent, timeout)
+                if got is None:
+                    res.timeouts += 1
+                else:
+                    res.samples.append(got)
+                done += 1
         if server.docs[uri][1] != text:  # cannot happen with whole cycles; be safe
             raise RuntimeError(f"edit kind {kind} did not restore the text")
         results[kind] = res
@@ -909,6 +911,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--open-files", type=int, default=50,
                     help="files open for the RSS measurement (0: skip; default 50)")
     ap.add_argument("--corpus", metavar="DIR", help="check CPU vs libcst parse CPU on DIR (default: skip)")
+    ap.add_argument("--kind-budget", type=float, default=20.0, metavar="S",
+                    help="stop a kind after S seconds (whole cycles, at least one; default 20), "
+                         "so a slow server still finishes in minutes")
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for one result")
     ap.add_argument("--tilelint", metavar="PATH",
                     help="the tilelint console script (default: the one next to this Python)")
@@ -965,7 +970,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                 srv = LspServer(cmd, str(path.parent), name)
                 try:
                     srv.initialize(path.parent)
-                    per[name] = run_edits(srv, path.as_uri(), text, sites, args.edits, args.timeout, log)
+                    per[name] = run_edits(srv, path.as_uri(), text, sites, args.edits, args.kind_budget,
+                                          args.timeout, log)
                 finally:
                     srv.close()
             target = TARGET_P95_MS[size]
@@ -989,6 +995,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                 else:
                     cmp = "ruff: skipped"
                 extra = f", {r.timeouts} timed out" if r.timeouts else ""
+                if len(r.samples) + r.timeouts < args.edits:
+                    extra += f" (stopped at the {args.kind_budget:g} s budget)"
                 rows.append(f"edit {k} {label}: p50 {num(r.p50)} ms p95 {num(r.p95)} ms "
                             f"n={len(r.samples)}{extra} ({cmp}) [{tgt}: {verdict}]")
 
@@ -998,7 +1006,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                     + f" [target <= {TARGET_INIT_MS:g} ms: {'met' if med <= TARGET_INIT_MS else 'NOT met'}]")
 
         if args.open_files > 0:
+            t = time.perf_counter()
             rss, hwm, kids, done = rss_with_open_files(server_cmd, work, args.open_files, 300, args.timeout)
+            log(f"{args.open_files} files opened, diagnostics of all, RSS read in "
+                f"{time.perf_counter() - t:.1f} s")
             if rss is None:
                 rows.append("rss with open files: could not read /proc/PID/status")
             else:
