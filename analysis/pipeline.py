@@ -66,7 +66,8 @@ def kernel_overrides(kernel: Kernel, settings: Settings) -> Dict[str, object]:
 def _schedule_unknown(loop_results: Sequence[LoopResult]) -> bool:
     """A pipelined loop whose stages are not known: the sync the compiler
     inserts is not known either, so none is claimed."""
-    return any(lr.pipelined and any(s.stage is None for s in lr.statements)
+    return any(lr.pipelined and not lr.warp_specialized
+               and any(s.stage is None for s in lr.statements)
                for lr in loop_results)
 
 
