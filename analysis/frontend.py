@@ -12,13 +12,12 @@ still analysed) and an editor can re-parse just the chunk that changed.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import io
 import re
 import tokenize
 import warnings
-import dataclasses
-from dataclasses import dataclass, field
-from dataclasses import replace as dc_replace
+from dataclasses import dataclass, field, replace as dc_replace
 from functools import lru_cache
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -27,9 +26,34 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from . import ops as ops_mod
 from .model import (
-    Access, Alloc, Attr, BinOp, Binding, Call, CallSite, Compare, Const,
-    Diagnostic, DictExpr, Expr, FuncDef, FuncStmt, IfExp, Kernel, Loop, Macro,
-    Module, Name, Opaque, Param, Slice, Span, Stmt, Subscript, TupleExpr, UnaryOp,
+    Access,
+    Alloc,
+    Attr,
+    Binding,
+    BinOp,
+    Call,
+    CallSite,
+    Compare,
+    Const,
+    Diagnostic,
+    DictExpr,
+    Expr,
+    FuncDef,
+    FuncStmt,
+    IfExp,
+    Kernel,
+    Loop,
+    Macro,
+    Module,
+    Name,
+    Opaque,
+    Param,
+    Slice,
+    Span,
+    Stmt,
+    Subscript,
+    TupleExpr,
+    UnaryOp,
 )
 
 # --------------------------------------------------------------------------

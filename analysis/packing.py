@@ -38,8 +38,20 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tupl
 
 from . import targets as targets_mod
 from .model import (
-    Alloc, BufferInfo, Const, Diagnostic, Fix, Kernel, KernelSync, Loop, LoopResult, LoopSync,
-    Related, Span, Stmt, TextEdit,
+    Alloc,
+    BufferInfo,
+    Const,
+    Diagnostic,
+    Fix,
+    Kernel,
+    KernelSync,
+    Loop,
+    LoopResult,
+    LoopSync,
+    Related,
+    Span,
+    Stmt,
+    TextEdit,
 )
 from .schedule import modulo_schedule
 from .values import dtype_bits, normalise_dtype
@@ -497,7 +509,10 @@ def plan_instance(kernel: Kernel, env, target: str, num_stages: Optional[int] = 
     active view of conditional iterators, sm_90 warp specialization, planning and
     versions): (the kernel as planned, its loop results, warp-specialized).
     ``num_stages`` forces that value on every pipelined loop (a what-if)."""
-    from . import planning, versions as versions_mod  # local: planning imports rules
+    from . import (
+        planning,  # local: planning imports rules
+        versions as versions_mod,
+    )
     from .pipeline import active_view, pipelined_loops
     view = active_view(kernel, env)
     if num_stages is not None:
@@ -744,8 +759,8 @@ def autotune_configs(module, kernel: Kernel,
 
 def _callable_configs(prog, module, kernel: Kernel, bound: Dict[str, object]
                       ) -> Optional[List[Dict[str, object]]]:
-    from .model import Call as CallExpr, Name as NameExpr
     from . import values as values_mod
+    from .model import Call as CallExpr, Name as NameExpr
     fdef = prog.defs.get(kernel.factory or kernel.name)
     if fdef is None:
         return None

@@ -12,12 +12,20 @@ from __future__ import annotations
 import re
 from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
-from . import frontend, values
+from . import frontend, targets as targets_mod, values
 from .model import (
-    Alloc, Analysis, Diagnostic, Kernel, KernelResult, Loop, LoopResult, Module,
-    Settings, Span, Stmt,
+    Alloc,
+    Analysis,
+    Diagnostic,
+    Kernel,
+    KernelResult,
+    Loop,
+    LoopResult,
+    Module,
+    Settings,
+    Span,
+    Stmt,
 )
-from . import targets as targets_mod
 
 
 def analyze(source: str, path: str = "<stdin>", settings: Optional[Settings] = None,
@@ -366,8 +374,18 @@ class _TraceCtx:
     def visit(self, e, proxy: Optional[str], depth: int) -> bool:
         """Trace why ``e`` is unknown; True when something is to blame for it
         (newly recorded or recorded before)."""
-        from .model import Attr, BinOp, Call, Compare, DictExpr, IfExp, Name, Subscript, \
-            TupleExpr, UnaryOp
+        from .model import (
+            Attr,
+            BinOp,
+            Call,
+            Compare,
+            DictExpr,
+            IfExp,
+            Name,
+            Subscript,
+            TupleExpr,
+            UnaryOp,
+        )
         if e is None or depth > 48:
             return False
         blocked, miss = self.blocked(e)

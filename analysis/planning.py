@@ -29,8 +29,21 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .model import (
-    Access, Alloc, Call, Const, Diagnostic, Expr, Kernel, Loop, LoopResult, Name,
-    Opaque, ScheduledStmt, Slice, Span, Stmt, TupleExpr,
+    Access,
+    Alloc,
+    Call,
+    Const,
+    Diagnostic,
+    Expr,
+    Kernel,
+    Loop,
+    LoopResult,
+    Name,
+    Opaque,
+    ScheduledStmt,
+    Slice,
+    Stmt,
+    TupleExpr,
 )
 
 # Statement kinds that are tile operators (one call).
@@ -452,7 +465,7 @@ def flatten_body(body: Sequence[Stmt]) -> List[Stmt]:
 
 
 def _is_floatish(expr) -> bool:
-    from .model import Attr, Name
+    from .model import Attr
     if isinstance(expr, Const):
         return isinstance(expr.value, float)
     if isinstance(expr, Call):
@@ -770,9 +783,9 @@ def plan_auto(stmts: Sequence[Stmt], num_stages: int, env, allocs) -> List[_Info
         p = unplaced[0]
         consumer = infos[p.last_use].stmt if 0 <= p.last_use < len(infos) else None
         raise PlanningError(
-            "unplaced", f"PipelinePlanning cannot place this statement: its last consumer "
-            f"is itself moved to stage 0 as a producer for a copy, so no statement "
-            f"schedules it", p.stmt, consumer)
+            "unplaced", "PipelinePlanning cannot place this statement: its last consumer "
+            "is itself moved to stage 0 as a producer for a copy, so no statement "
+            "schedules it", p.stmt, consumer)
     n = len(infos)
     copies = [p for p in infos if p.first_stage]
     others = [p for p in infos if not p.first_stage]

@@ -13,7 +13,16 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from .frontend import source_lines
 from .model import (
-    Alloc, Diagnostic, Fix, Loop, LoopResult, Related, Span, Stmt, TextEdit, TupleExpr,
+    Alloc,
+    Diagnostic,
+    Fix,
+    Loop,
+    LoopResult,
+    Related,
+    Span,
+    Stmt,
+    TextEdit,
+    TupleExpr,
 )
 
 

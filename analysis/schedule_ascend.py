@@ -40,7 +40,18 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .model import (
-    Access, BinOp, Call, Compare, Const, Expr, Kernel, Name, Slice, Stmt, Subscript, TupleExpr,
+    Access,
+    BinOp,
+    Call,
+    Compare,
+    Const,
+    Expr,
+    Kernel,
+    Name,
+    Slice,
+    Stmt,
+    Subscript,
+    TupleExpr,
     UnaryOp,
 )
 from .values import normalise_dtype

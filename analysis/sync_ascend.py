@@ -45,11 +45,19 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
-from .schedule_ascend import AscendSchedule, schedule_loop
 from .model import (
-    AscendResult, AscendStatement, Call, Diagnostic, DictExpr, Expr, Kernel, Loop, Name, Stmt,
+    AscendResult,
+    AscendStatement,
+    Diagnostic,
+    DictExpr,
+    Expr,
+    Kernel,
+    Loop,
+    Name,
+    Stmt,
     TupleExpr,
 )
+from .schedule_ascend import AscendSchedule, schedule_loop
 
 INTRA_CORE_FLAGS = 8
 CROSS_CORE_FLAGS = 16

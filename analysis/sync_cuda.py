@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from . import targets as targets_mod
-from .model import Alloc, Kernel, KernelSync, LoopResult, LoopSync, Stmt
+from .model import Kernel, KernelSync, LoopResult, LoopSync, Stmt
 from .schedule import BODY, EPILOGUE, PROLOGUE, Row, Schedule, modulo_schedule
 
 PRODUCER_THREADS = 128
@@ -622,7 +622,7 @@ def _render(kernel, lr, schedule, target, env) -> str:
         prod = [st.stmt for st in body if is_async_copy(st.stmt, kernel)]
         cons = [st.stmt for st in body if not is_async_copy(st.stmt, kernel)]
         lines.append("__syncthreads();  // mbarrier init")
-        lines.append(f"if (threadIdx.x < 128) {{  // producer warpgroup")
+        lines.append("if (threadIdx.x < 128) {  // producer warpgroup")
         lines.append(f"  for (int {var} = 0; {var} < n; ++{var}) {{")
         lines.append(f"    mbarrier[{var} % {ns} + {ns}].wait((({var} / {ns}) & 1) ^ 1);  // slot free")
         for p in prod:

@@ -17,8 +17,23 @@ from dataclasses import dataclass
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from .model import (
-    Attr, BinOp, Binding, Call, CallSite, Compare, Const, DictExpr, Expr, FuncDef,
-    FuncStmt, IfExp, Kernel, Module, Name, Opaque, Param, Slice, Subscript, TupleExpr,
+    Attr,
+    BinOp,
+    Call,
+    CallSite,
+    Compare,
+    Const,
+    DictExpr,
+    Expr,
+    FuncDef,
+    FuncStmt,
+    IfExp,
+    Kernel,
+    Module,
+    Name,
+    Opaque,
+    Subscript,
+    TupleExpr,
     UnaryOp,
 )
 

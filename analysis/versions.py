@@ -10,7 +10,7 @@ statement of the loop writes keeps one version.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
 from .model import Alloc, BufferVersion, LoopResult
 from .planning import is_tma_load, may_conflict, stmt_accesses

@@ -36,7 +36,6 @@ import argparse
 import ast
 import collections
 import json
-import os
 import sys
 import time
 import traceback
@@ -47,8 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 try:  # installed (pip install -e .)
-    from tilelint.analysis import frontend, values, planning, versions
-    from tilelint.analysis import pipeline
+    from tilelint.analysis import frontend, pipeline, planning, values, versions
 except ImportError:  # pragma: no cover - running from a bare checkout
     import importlib
     import types
@@ -61,8 +59,7 @@ except ImportError:  # pragma: no cover - running from a bare checkout
     mod = importlib.util.module_from_spec(spec)
     sys.modules["tilelint.analysis"] = mod
     spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    from tilelint.analysis import frontend, values, planning, versions  # noqa: E402
-    from tilelint.analysis import pipeline  # noqa: E402
+    from tilelint.analysis import frontend, pipeline, planning, values, versions
 
 try:
     from tilelint.analysis import packing

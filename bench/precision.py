@@ -45,14 +45,13 @@ import re
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 ROOT = Path(__file__).resolve().parent.parent
 
-from tilelint.analysis import Settings, analyze  # noqa: E402
-from tilelint.analysis import packing, targets as targets_mod  # noqa: E402
+from tilelint.analysis import Settings, analyze, packing, targets as targets_mod  # noqa: E402
 from tilelint.server.verify import VerifyWorker  # noqa: E402
 
 COMPILE_ERRORS = ("TL101", "TL102", "TL103", "TL104", "TL107", "TL108", "TL112", "TL302", "TL303")

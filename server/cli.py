@@ -19,11 +19,17 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from .config import (
-    Config, ConfigCache, ConfigError, DEFAULT_EXCLUDE, Matcher, check_codes, check_target,
-    compile_pattern, read_ignore_file,
+    Config,
+    ConfigCache,
+    ConfigError,
+    Matcher,
+    check_codes,
+    check_target,
+    compile_pattern,
+    read_ignore_file,
 )
 
 EXIT_OK = 0
@@ -215,8 +221,7 @@ def check_file(path: str, settings_list: Sequence, explicit: bool = False) -> Fi
             settings_list = settings_list.resolve(text)
         except ConfigError as exc:
             return FileResult(path=path, source=text, error=getattr(exc, "short", str(exc)))
-    from tilelint.analysis import analyze
-    from tilelint.analysis import frontend
+    from tilelint.analysis import analyze, frontend
 
     res = FileResult(path=path, source=text)
     try:
@@ -686,9 +691,14 @@ def sweep_rows(text: str, path: str, settings, name: str, values: Sequence[int])
     (``__syncthreads``, cp.async commits, the wait_group list, mbarriers)."""
     import dataclasses
 
-    from tilelint.analysis import analyze, frontend, packing, pipeline
-    from tilelint.analysis import targets as targets_mod
-    from tilelint.analysis import values as values_mod
+    from tilelint.analysis import (
+        analyze,
+        frontend,
+        packing,
+        pipeline,
+        targets as targets_mod,
+        values as values_mod,
+    )
 
     tinfo = targets_mod.get(settings.target)
     if tinfo is None or tinfo.kind != "cuda":
@@ -810,8 +820,7 @@ def _sweep_json(text, path, settings, sweep, cost) -> Dict[str, object]:
 
 
 def _sweep_text(text, path, settings, sweep, cost) -> str:
-    from tilelint.analysis import render
-    from tilelint.analysis import targets as targets_mod
+    from tilelint.analysis import render, targets as targets_mod
 
     name, rows = _sweep_data(text, path, settings, sweep, cost)
     if not rows:

@@ -53,9 +53,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from tilelint.analysis import Settings
-from tilelint.analysis import directives as directives_mod
-from tilelint.analysis import targets as targets_mod
+from tilelint.analysis import Settings, directives as directives_mod, targets as targets_mod
 
 if sys.version_info >= (3, 11):
     import tomllib as _toml

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from typing import List, Optional, Sequence
+from typing import Optional, Sequence
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -74,6 +74,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     # stdio: answer ``initialize`` before pygls and lsprotocol are imported
     # (~250 ms), then hand the rest of the stream to the server.
     import os
+
     from .lsp import stdio
     framer = stdio.Framer(sys.stdin.fileno())
     if os.environ.get("TILELINT_NO_EARLY_INIT"):

@@ -26,7 +26,7 @@ import re
 import sys
 import textwrap
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 DOCS_RELATIVE_DIR = "docs/rules"
 
@@ -109,7 +109,7 @@ def off_by_default(code: str) -> bool:
 
 def rule_dict(rule: object) -> Dict[str, object]:
     """A registry entry as a plain mapping (the SARIF formatter's input)."""
-    code = getattr(rule, "code")
+    code = rule.code
     out: Dict[str, object] = {k: getattr(rule, k, "") for k in (
         "code", "name", "severity", "summary", "what", "why", "bad_example", "good_example", "fix")}
     out["help"] = terminal_text(rule)
@@ -194,7 +194,7 @@ def _para(text: str) -> str:
 
 
 def markdown(rule: object) -> str:
-    code = getattr(rule, "code")
+    code = rule.code
     name = getattr(rule, "name", "")
     sev = getattr(rule, "severity", "")
     out: List[str] = [f"# {code}: {name}", ""]
@@ -236,7 +236,7 @@ def index_markdown(rules: Sequence[object]) -> str:
            "do not edit by hand.", "",
            "| Code | Name | Severity | Summary |", "|---|---|---|---|"]
     for r in rules:
-        code = getattr(r, "code")
+        code = r.code
         summary = getattr(r, "summary", "").replace("|", "\\|")
         out.append(f"| [{code}]({code}.md) | {getattr(r, 'name', '')} | "
                    f"{getattr(r, 'severity', '')} | {summary} |")
@@ -245,7 +245,7 @@ def index_markdown(rules: Sequence[object]) -> str:
 
 def terminal_text(rule: object) -> str:
     """The rule as plain text for ``tilelint rule CODE``."""
-    code = getattr(rule, "code")
+    code = rule.code
     width = 88
     def wrap(t: str, indent: str = "") -> str:
         return "\n".join(textwrap.fill(p, width=width, initial_indent=indent,
@@ -254,7 +254,7 @@ def terminal_text(rule: object) -> str:
     out = [f"{code} {getattr(rule, 'name', '')} ({getattr(rule, 'severity', '')}"
            f"{', off by default' if off_by_default(code) else ''})", ""]
     if getattr(rule, "summary", ""):
-        out += [wrap(getattr(rule, "summary")), ""]
+        out += [wrap(rule.summary), ""]
     for title, attr in (("What it means", "what"), ("Why the compiler cares", "why")):
         t = getattr(rule, attr, "")
         if t:
@@ -264,7 +264,7 @@ def terminal_text(rule: object) -> str:
         if t:
             out += [f"{title}:", textwrap.indent(t.rstrip("\n"), "    "), ""]
     if getattr(rule, "fix", ""):
-        out += ["How to fix:", wrap(getattr(rule, "fix"), "  "), ""]
+        out += ["How to fix:", wrap(rule.fix, "  "), ""]
     page = rule_page(code)
     more = base_url() and rule_url(code) or (str(page) if page is not None else None)
     if more:
@@ -273,7 +273,7 @@ def terminal_text(rule: object) -> str:
 
 
 def rule_list_text(rules: Sequence[object]) -> str:
-    rows = [(getattr(r, "code"), getattr(r, "name", ""), getattr(r, "severity", ""),
+    rows = [(r.code, getattr(r, "name", ""), getattr(r, "severity", ""),
              getattr(r, "summary", "")) for r in rules]
     w1 = max((len(r[1]) for r in rows), default=0)
     w2 = max((len(r[2]) for r in rows), default=0)
@@ -288,7 +288,7 @@ def rule_list_text(rules: Sequence[object]) -> str:
 def expected_pages(rules: Optional[Sequence[object]] = None) -> Dict[str, str]:
     """file name → content of every page (and the index README.md)."""
     rules = list(rules if rules is not None else all_rules())
-    pages = {f"{getattr(r, 'code')}.md": markdown(r) for r in rules}
+    pages = {f"{r.code}.md": markdown(r) for r in rules}
     pages["README.md"] = index_markdown(rules)
     return pages
 

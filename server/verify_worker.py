@@ -490,7 +490,7 @@ def _record_ascend_schedules(sink: List[dict]) -> None:
     import tvm_ffi
     from tilelang.ascend.transform import z3_scheduler
 
-    inner = getattr(z3_scheduler, "z3_schedule_loop_ffi")
+    inner = z3_scheduler.z3_schedule_loop_ffi
 
     def recorded(*args):
         result = inner(*args)
@@ -652,7 +652,7 @@ def lowering_only_compile() -> None:
 
     for holder in (tilelang, tjit):
         if hasattr(holder, "compile"):
-            setattr(holder, "compile", compile_)
+            holder.compile = compile_
     if hasattr(tjit, "JITImpl"):
         tjit.JITImpl.compile = jit_compile
         tjit.JITImpl.par_compile = jit_par_compile

@@ -18,7 +18,11 @@ if str(ROOT) not in sys.path:
 
 from analysis import frontend, values  # noqa: E402
 from analysis.sync_ascend import (  # noqa: E402
-    _knapsack_keep, analyze_ascend, annotated_versions, hard_event, plan_ascend,
+    _knapsack_keep,
+    analyze_ascend,
+    annotated_versions,
+    hard_event,
+    plan_ascend,
     render_ascend_preview,
 )
 

@@ -26,10 +26,9 @@ sys.path.insert(0, str(ROOT / "tests" / "oracle"))
 sys.path.insert(0, str(ROOT))
 
 import lower_ascend  # noqa: E402
+
 from analysis import frontend, values  # noqa: E402
-from analysis.sync_ascend import (  # noqa: E402
-    ascend_diagnostics, call_sequence, plan_ascend,
-)
+from analysis.sync_ascend import ascend_diagnostics, call_sequence, plan_ascend  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures" / "ascend"
 ALL = sorted(p.name for p in FIXTURES.glob("*.py"))
@@ -177,7 +176,7 @@ def test_scheduler_can_pick_different_versions_per_buffer(oracle):
 @pytest.mark.parametrize("name", sorted(INTERLEAVED))
 def test_interleaved_order_is_not_the_level_order(name):
     """These kernels need the scheduler: the dependency-level guess differs."""
-    from analysis.sync_ascend import _levels, _loop_tainted, buffer_memory, _make_task
+    from analysis.sync_ascend import _levels, _loop_tainted, _make_task, buffer_memory
     kernel, plan = _plan(name)
     memory = buffer_memory(kernel)
     src = [t for t in (_make_task(s, memory, "loop") for s in plan.loop.body) if t]

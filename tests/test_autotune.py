@@ -13,11 +13,9 @@ import itertools
 from pathlib import Path
 
 import pytest
-
-from tilelint.analysis import Settings, analyze
-from tilelint.analysis import targets as targets_mod
-
 from parity_support import TARGETS, oracle_facts, require_tilelang
+
+from tilelint.analysis import Settings, analyze, targets as targets_mod
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "autotune" / "autotune_gemm.py"
 # The fixture's own call (main): autotune_gemm(1024, 1024, 1024).

@@ -20,7 +20,6 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
 import types
 from pathlib import Path
 

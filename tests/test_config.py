@@ -5,8 +5,15 @@ from pathlib import Path
 import pytest
 
 from tilelint.server.config import (
-    Config, ConfigCache, ConfigError, Matcher, compile_pattern, config_for, find_config,
-    load_config, parse_binding,
+    Config,
+    ConfigCache,
+    ConfigError,
+    Matcher,
+    compile_pattern,
+    config_for,
+    find_config,
+    load_config,
+    parse_binding,
 )
 
 

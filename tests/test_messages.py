@@ -25,14 +25,12 @@ from pathlib import Path
 from typing import Dict, List
 
 import pytest
+from parity_support import oracle_facts, require_tilelang
 
-from tilelint.analysis import Settings, analyze
-from tilelint.analysis import values
+from tilelint.analysis import Settings, analyze, values
 from tilelint.analysis.model import Attr, Call, Const, Name
 from tilelint.server import cli
 from tilelint.server.lsp import hover_text
-
-from parity_support import oracle_facts, require_tilelang
 
 REPO = Path(__file__).resolve().parent.parent
 MESSAGES = REPO / "tests" / "fixtures" / "messages"

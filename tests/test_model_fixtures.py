@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tilelint.analysis import frontend, values
-from tilelint.analysis.pipeline import pipelined_loops, _unresolved_names
+from tilelint.analysis.pipeline import _unresolved_names, pipelined_loops
 
 DIR = Path(__file__).parent / "fixtures" / "model"
 CASES = sorted(DIR.glob("*.py"))

@@ -22,11 +22,9 @@ from functools import lru_cache
 from pathlib import Path
 
 import pytest
-
-from tilelint.analysis import Settings, analyze, frontend
-from tilelint.analysis import ops
-
 from parity_support import PARITY_DIR, require_tilelang
+
+from tilelint.analysis import Settings, analyze, frontend, ops
 
 # --------------------------------------------------------------------------
 # Unit tests

@@ -9,14 +9,13 @@ values are read from the compiler in this run, never pasted.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict
 
 import pytest
+from parity_support import TARGETS, all_oracle_facts, parity_files, require_tilelang
 
 from tilelint.analysis import Settings, analyze
 from tilelint.analysis.model import KernelResult
-
-from parity_support import TARGETS, all_oracle_facts, parity_files, require_tilelang
 
 pytestmark = pytest.mark.parity
 

@@ -8,14 +8,14 @@ reasoning in a comment.
 
 import ast
 
-from tilelint.analysis.model import (
-    Access, Alloc, BinOp, Const, Loop, Name, Span, Stmt,
-)
-from tilelint.analysis.planning import (
-    analyse_body, is_copy_stage, may_conflict, plan_loop, Region,
-)
+from tilelint.analysis.model import Access, Alloc, BinOp, Const, Loop, Name, Span, Stmt
+from tilelint.analysis.planning import Region, analyse_body, is_copy_stage, may_conflict, plan_loop
 from tilelint.analysis.rules import (
-    RULES, RULES_BY_CODE, remove_argument_edit, renumbered_orders, validate_loop,
+    RULES,
+    RULES_BY_CODE,
+    remove_argument_edit,
+    renumbered_orders,
+    validate_loop,
 )
 
 

@@ -25,7 +25,7 @@ from typing import Iterator, List, Tuple
 import pytest
 
 from tilelint.analysis import Settings, analyze
-from tilelint.analysis.model import Diagnostic, Fix, Span, TextEdit
+from tilelint.analysis.model import Diagnostic, Fix
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = sorted(

@@ -14,10 +14,10 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from test_packing import analyse
 
 from analysis import schedule, sync_cuda
-from analysis.model import (Access, Loop, LoopResult, NO_SPAN, ScheduledStmt, Stmt)
-from test_packing import analyse
+from analysis.model import NO_SPAN, Access, Loop, LoopResult, ScheduledStmt, Stmt
 
 ROOT = Path(__file__).resolve().parent.parent
 PARITY = ROOT / "tests" / "fixtures" / "parity"
@@ -125,8 +125,9 @@ def test_sweep_sync_counts_match_compiler(target):
     num_stages; gemm_ns4 has a smaller M/N, which only changes the grid)."""
     sys.path.insert(0, str(ROOT / "tests"))
     from parity_support import oracle_facts, require_tilelang
-    from tilelint.server.cli import sweep_rows
+
     from tilelint.analysis import Settings
+    from tilelint.server.cli import sweep_rows
     require_tilelang()
     files = tuple(str(PARITY / f"gemm_ns{n}.py") for n in (1, 2, 3, 4))
     facts = oracle_facts(target, files)

@@ -10,7 +10,6 @@ the parity tests at the end lower the same fixtures with tilelang 0.1.15.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -21,7 +20,12 @@ from tilelint.analysis import Settings, analyze, directives, packing, targets
 from tilelint.analysis.model import Alloc, Const, Span
 from tilelint.server import cli
 from tilelint.server.config import (
-    Config, ConfigError, DirectiveError, config_for, load_config, resolve_targets,
+    Config,
+    ConfigError,
+    DirectiveError,
+    config_for,
+    load_config,
+    resolve_targets,
 )
 from tilelint.server.lsp import settings as lsp_settings
 

@@ -10,7 +10,6 @@ in ``tmp_path`` at test time (nothing large is committed).
 from __future__ import annotations
 
 import ast
-
 import os
 import random
 import subprocess

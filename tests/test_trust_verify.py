@@ -15,11 +15,10 @@ import time
 from pathlib import Path
 
 import pytest
+from parity_support import tilelang_available
 
 from tilelint.analysis import Settings, analyze
 from tilelint.server.verify import VerifyWorker, compare
-
-from parity_support import tilelang_available
 
 ROOT = Path(__file__).resolve().parent.parent
 PARITY = ROOT / "tests" / "fixtures" / "parity"

@@ -20,10 +20,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from parity_support import tilelang_available
 
 from tilelint.server.verify import VerifyWorker
-
-from parity_support import tilelang_available
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX = ROOT / "tests" / "fixtures" / "verify"

@@ -4,7 +4,15 @@
 buffers after tl.InjectSoftwarePipeline (sm_80, GEMM 512^3, 128x128x32)."""
 
 from tilelint.analysis.model import (
-    Access, Alloc, Const, Loop, LoopResult, ScheduledStmt, Slice, Span, Stmt,
+    Access,
+    Alloc,
+    Const,
+    Loop,
+    LoopResult,
+    ScheduledStmt,
+    Slice,
+    Span,
+    Stmt,
 )
 from tilelint.analysis.planning import plan_loop
 from tilelint.analysis.versions import compute_versions

@@ -175,6 +175,7 @@ class TilelintServer(LanguageServer):
         """Serve over stdin/stdout with the tolerant framing of ``stdio``;
         ``early``: what ``stdio.answer_initialize_early`` already read/answered."""
         import sys
+
         from pygls.io_ import StdoutWriter
 
         self._stop_event = threading.Event()
@@ -410,8 +411,19 @@ def path_of(uri: str) -> str:
 
 def create_server() -> TilelintServer:
     from . import (  # noqa: WPS433 - one handler per module
-        code_action, configuration, diagnostic_pull, did_change, did_close, did_open,
-        did_save, hover, initialize, initialized, inlay_hints, shutdown, watched_files,
+        code_action,
+        configuration,
+        diagnostic_pull,
+        did_change,
+        did_close,
+        did_open,
+        did_save,
+        hover,
+        initialize,
+        initialized,
+        inlay_hints,
+        shutdown,
+        watched_files,
         workspace_diagnostic,
     )
 

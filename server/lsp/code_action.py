@@ -5,7 +5,7 @@ analysis never runs here), ``# noqa: CODE`` insertion, and
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from lsprotocol import types as lsp
 

@@ -8,9 +8,7 @@ something else).  Everything that crosses that border goes through here.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from lsprotocol import types as lsp
 

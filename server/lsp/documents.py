@@ -36,9 +36,7 @@ import re
 import threading
 from collections import OrderedDict
 from concurrent.futures import Executor
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import convert
 from .lazy import frontend, model, pipeline, schedule_ascend, targets as targets_mod

@@ -6,11 +6,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 from lsprotocol import types as lsp
-
-from typing import TYPE_CHECKING
 
 from . import convert, hover_text
 from .documents import Caches, analyze_text

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 from .lazy import render
 
 if TYPE_CHECKING:  # pragma: no cover
     from tilelint.analysis.model import (
-        Alloc, BufferInfo, KernelResult, LoopResult, ScheduledStmt, Stmt,
+        Alloc,
+        BufferInfo,
+        KernelResult,
+        LoopResult,
+        ScheduledStmt,
+        Stmt,
     )
 
 

@@ -8,9 +8,8 @@ from typing import List
 
 from lsprotocol import types as lsp
 
-from .lazy import render
-
 from . import convert, settings as settings_mod
+from .lazy import render
 
 METHOD = lsp.TEXT_DOCUMENT_INLAY_HINT
 OPTIONS = lsp.InlayHintOptions(resolve_provider=False)

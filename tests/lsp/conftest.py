@@ -9,20 +9,17 @@ answers for section ``tilelint``), ``WORKSPACE = path`` or
 
 from __future__ import annotations
 
-import asyncio
 import os
 import pathlib
 import sys
-from typing import Callable, Dict, List, Optional
+from typing import List, Optional
 
-import pytest
 import pytest_lsp
+from lsp_helpers import DATA, REPO
 from lsprotocol import types as lsp
 from pygls.protocol import default_converter
 from pytest_lsp import ClientServerConfig, LanguageClient
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
-
-from lsp_helpers import DATA, REPO
 
 
 def record_diagnostics(client: LanguageClient, params: lsp.PublishDiagnosticsParams):

@@ -4,10 +4,9 @@ with the auto-scheduler's order and the Ascend C sync preview."""
 from __future__ import annotations
 
 import pytest
+from lsp_helpers import REPO, close_doc, codes, open_doc, uri_for, wait_published, wait_until
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
-
-from lsp_helpers import REPO, close_doc, codes, open_doc, uri_for, wait_published, wait_until
 
 CLIENT = "push"
 INIT_OPTIONS = {"tilelint": {"target": "ascend"}}

@@ -10,10 +10,9 @@ labels are the bindings that differ, the stage-related one first.
 from __future__ import annotations
 
 import pytest
+from lsp_helpers import close_doc, codes, open_doc, read, rng, uri_for, wait_until
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
-
-from lsp_helpers import close_doc, codes, open_doc, read, rng, uri_for, wait_until
 
 CLIENT = "push"
 CONFIG: dict = {}

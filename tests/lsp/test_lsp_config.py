@@ -11,10 +11,9 @@ import subprocess
 import sys
 
 import pytest
+from lsp_helpers import REPO, close_doc, codes, open_doc, read, wait_until
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
-
-from lsp_helpers import REPO, close_doc, codes, open_doc, read, wait_until
 
 CLIENT = "push"
 CONFIG = {}

@@ -5,13 +5,19 @@ from __future__ import annotations
 import re
 
 import pytest
-from lsprotocol import types as lsp
-from pytest_lsp import LanguageClient
-
 from lsp_helpers import (
-    apply_edits, change, close_doc, codes, edits_of, open_doc, read, uri_for,
+    apply_edits,
+    change,
+    close_doc,
+    codes,
+    edits_of,
+    open_doc,
+    read,
+    uri_for,
     wait_published,
 )
+from lsprotocol import types as lsp
+from pytest_lsp import LanguageClient
 
 CLIENT = "push"
 

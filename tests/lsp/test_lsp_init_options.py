@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from lsp_helpers import change, close_doc, codes, open_doc, read, rng, uri_for, wait_published
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
-
-from lsp_helpers import change, close_doc, codes, open_doc, read, rng, uri_for, wait_published
 
 CLIENT = "push"
 ENCODINGS = ["utf-8", "utf-16"]

@@ -7,11 +7,10 @@ import asyncio
 import shutil
 
 import pytest
+from lsp_helpers import DATA, change, close_doc, codes, open_doc, read, rng, uri_for
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
-
-from lsp_helpers import DATA, change, close_doc, codes, open_doc, read, rng, uri_for
 
 CLIENT = "pull"
 

@@ -3,15 +3,20 @@ close, UTF-16 columns, and last-good results while a statement is broken."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
+from lsp_helpers import (
+    change,
+    close_doc,
+    codes,
+    open_doc,
+    read,
+    rng,
+    uri_for,
+    wait_published,
+    wait_until,
+)
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
-
-from lsp_helpers import (
-    change, close_doc, codes, open_doc, read, rng, uri_for, wait_published, wait_until,
-)
 
 CLIENT = "push"
 

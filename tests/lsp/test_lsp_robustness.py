@@ -6,11 +6,10 @@ import asyncio
 import json
 
 import pytest
+from lsp_helpers import change, close_doc, codes, open_doc, read, rng, uri_for, wait_published
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
-
-from lsp_helpers import change, close_doc, codes, open_doc, read, rng, uri_for, wait_published
 
 CLIENT = "push"
 
@@ -73,7 +72,7 @@ async def test_files_that_break_things(client: LanguageClient):
         "deep": "import tilelang.language as T\nx = " + "(" * 3000 + "1" + ")" * 3000 + "\n",
         "garbage": "\x00\x01 def (((\n\t\t  ]]] '''\n",
         "empty": "",
-        "only_kernel_head": "import tilelang.language as T\n@T.prim_func\ndef k(A: T.Tensor((", 
+        "only_kernel_head": "import tilelang.language as T\n@T.prim_func\ndef k(A: T.Tensor((",
     }
     for name, text in cases.items():
         uri = uri_for("broken.py", name)

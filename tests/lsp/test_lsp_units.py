@@ -9,8 +9,7 @@ import os
 
 import pytest
 
-from tilelint.server.lsp import settings as S
-from tilelint.server.lsp import stdio
+from tilelint.server.lsp import settings as S, stdio
 from tilelint.server.lsp.app import IdleCollector
 
 

@@ -9,11 +9,19 @@ import importlib.util
 import re
 
 import pytest
+from lsp_helpers import (
+    change,
+    close_doc,
+    codes,
+    open_doc,
+    read,
+    rng,
+    uri_for,
+    wait_published,
+    wait_until,
+)
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
-
-from lsp_helpers import change, close_doc, codes, open_doc, read, rng, uri_for, wait_published, \
-    wait_until
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("tilelang") is None,
                                 reason="tilelang is not installed")

@@ -4,11 +4,19 @@ once how to install it, and the server keeps working."""
 from __future__ import annotations
 
 import pytest
+from lsp_helpers import (
+    change,
+    close_doc,
+    codes,
+    open_doc,
+    read,
+    rng,
+    uri_for,
+    wait_published,
+    wait_until,
+)
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
-
-from lsp_helpers import change, close_doc, codes, open_doc, read, rng, uri_for, wait_published, \
-    wait_until
 
 CLIENT = "push"
 CONFIG = {"compiler": {"verify": "onSave"}}

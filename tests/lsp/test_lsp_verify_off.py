@@ -5,10 +5,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from lsp_helpers import close_doc, open_doc, read, uri_for, wait_published
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
-
-from lsp_helpers import close_doc, open_doc, read, uri_for, wait_published
 
 CLIENT = "push"
 

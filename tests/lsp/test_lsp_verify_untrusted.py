@@ -6,10 +6,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from lsp_helpers import close_doc, open_doc, read, uri_for, wait_published, wait_until
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
-
-from lsp_helpers import close_doc, open_doc, read, uri_for, wait_published, wait_until
 
 CLIENT = "push"
 INIT_OPTIONS = {"trusted": False, "tilelint": {"compiler": {"verify": "onSave"}}}
