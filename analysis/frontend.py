@@ -837,7 +837,7 @@ class _Builder:
         elif isinstance(target, (cst.Tuple, cst.List)):
             names = [el.value for el in target.elements]
             if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(names):
-                for n, v in zip(names, value.elements):
+                for n, v in zip(names, value.elements, strict=True):
                     self.assign_target(n, v.value, out)
             else:
                 whole = self.expr(value)
@@ -1767,7 +1767,7 @@ class _Builder:
         mapping: Dict[str, str] = {}
         params = [p.name for p in macro.params]
         pos = [a for a in call.args if a.keyword is None and not a.star]
-        for p, a in zip(params, pos):
+        for p, a in zip(params, pos, strict=False):
             acc = self.access(a.value, ctx)
             if acc is not None:
                 mapping[p] = acc.buffer
@@ -1938,7 +1938,7 @@ def _bind_params(params: Sequence[Param], call: Expr) -> Dict[str, Expr]:
     pos = [a for a in call.args if not isinstance(a, Opaque)]
     if len(pos) != len(call.args):  # ``*args``: positions unknown
         pos = []
-    for p, a in zip(names, pos):
+    for p, a in zip(names, pos, strict=False):
         out[p] = a
     for k, v in call.kwargs:
         if k in names:
@@ -1995,7 +1995,7 @@ def _expand_shape(e: Expr, locals_: Sequence[Tuple[str, Expr]], depth: int
         a = _expand_shape(e.body, locals_, depth + 1)
         b = _expand_shape(e.orelse, locals_, depth + 1)
         if a is not None and b is not None and len(a) == len(b):
-            return tuple(x if x == y else IfExp(e.test, x, y) for x, y in zip(a, b))
+            return tuple(x if x == y else IfExp(e.test, x, y) for x, y in zip(a, b, strict=True))
         return None
     if isinstance(e, BinOp) and e.op == "+":
         a = _expand_shape(e.left, locals_, depth + 1)

@@ -340,7 +340,7 @@ def bind_lenient(spec: OpSpec, positional: Sequence[_A], keywords: Mapping[str, 
         return exact, True
     out: Dict[str, _A] = {}
     slots = [p for p in spec.params if p.kind == POSITIONAL]
-    for p, value in zip(slots, positional):
+    for p, value in zip(slots, positional, strict=False):
         out[p.name] = value
     names = {p.name for p in spec.params if p.kind != VARARGS}
     for key, value in keywords.items():

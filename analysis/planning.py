@@ -71,7 +71,7 @@ def may_conflict(a: Region, b: Region) -> bool:
     are provably disjoint.  Unknown bounds never prove anything."""
     if a.dims is None or b.dims is None or len(a.dims) != len(b.dims):
         return True
-    for (lo1, hi1), (lo2, hi2) in zip(a.dims, b.dims):
+    for (lo1, hi1), (lo2, hi2) in zip(a.dims, b.dims, strict=True):
         if hi1 is not None and lo2 is not None and hi1 <= lo2:
             return False
         if hi2 is not None and lo1 is not None and hi2 <= lo1:
@@ -1123,7 +1123,7 @@ def plan_loop(loop: Loop, env, target: str, allocs: Dict[str, Alloc],
         orders = filtered["order"] or [None] * len(sched)
         stages = filtered["stage"] or [None] * len(sched)
         unknown = [k for k, v in given.items() if v is None]
-        st = [ScheduledStmt(s, stg, o) for s, stg, o in zip(sched, stages, orders)]
+        st = [ScheduledStmt(s, stg, o) for s, stg, o in zip(sched, stages, orders, strict=False)]
         if loop.num_stages is not None and ns is not None and ns > 0:
             depth: Optional[int] = ns
         else:
