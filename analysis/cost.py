@@ -122,10 +122,10 @@ def render_table(depths: Sequence[int] = (3, 6), params: CostParams = CostParams
         f"iterations={params.iterations}; abstract cycles)")
     width = max(9, max(len(v) for v in variants) + 1)
     lines = [head, "depth | " + " | ".join(v.rjust(width) for v in variants)]
-    for d, row in zip(depths, rows):
+    for d, row in zip(depths, rows, strict=True):
         lines.append(f"{d:5d} | " + " | ".join(f"{r.total}cyc".rjust(width) for r in row))
     lines.append("steady-state step (mean of the second half of the loop):")
-    for d, row in zip(depths, rows):
+    for d, row in zip(depths, rows, strict=True):
         lines.append(f"  depth={d}: " + "  ".join(f"{r.variant}={r.steady:.1f}" for r in row))
     return "\n".join(lines) + "\n"
 
@@ -139,6 +139,6 @@ def as_dict(depths: Sequence[int] = (3, 6), params: CostParams = CostParams(),
                        barrier=params.barrier, iterations=params.iterations),
         "rows": [{"depth": d, "total": {r.variant: r.total for r in row},
                   "steady": {r.variant: round(r.steady, 3) for r in row}}
-                 for d, row in zip(depths, rows)],
+                 for d, row in zip(depths, rows, strict=True)],
     }
 

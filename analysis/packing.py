@@ -777,7 +777,7 @@ def _callable_configs(prog, module, kernel: Kernel, bound: Dict[str, object]
         # pass the factory's parameters, in order, as far as the helper takes them.
         names = [p.name for p in values_mod.kernel_params(kernel)]
         pos = []
-        for p, name in zip(helper.params, names):
+        for _p, name in zip(helper.params, names, strict=False):
             v = bound.get(name)
             if v is None or isinstance(v, (values_mod.Symbolic, values_mod.Unresolved)):
                 break
@@ -787,7 +787,7 @@ def _callable_configs(prog, module, kernel: Kernel, bound: Dict[str, object]
         v = prog.call(helper, pos, {}, 0)
         if isinstance(v, dict) and v and all(isinstance(x, (list, tuple)) for x in v.values()):
             import itertools
-            v = [dict(zip(v, combo)) for combo in itertools.product(*v.values())]
+            v = [dict(zip(v, combo, strict=True)) for combo in itertools.product(*v.values())]
         if isinstance(v, (list, tuple)):
             return [x for x in v if isinstance(x, dict)] or None
         return None

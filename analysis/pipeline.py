@@ -138,7 +138,7 @@ def analyze_kernel(module: Module, kernel: Kernel, target: str, settings: Settin
             ksync, lsyncs = sync_cuda.kernel_sync(kernel, env, loop_results, target, ws)
             if _sync_not_modelled(kernel) or _schedule_unknown(loop_results):
                 ksync, lsyncs = None, [None] * len(loop_results)
-            loop_results = [_replace(lr, sync=s) for lr, s in zip(loop_results, lsyncs)]
+            loop_results = [_replace(lr, sync=s) for lr, s in zip(loop_results, lsyncs, strict=False)]
             threads = sync_cuda.threads(kernel, env, ws)
             kdiags.extend(packing.overflow_diagnostics(kernel, env, loop_results, pack, target, ws))
         else:
@@ -544,7 +544,7 @@ class _TraceCtx:
         hit = self.imports().get(n)
         if hit is not None:
             return f"imported from `{hit[0]}`; tilelint does not read other modules"
-        for name, expr in self.kernel.locals:
+        for name, _expr in self.kernel.locals:
             if name == n:
                 return "a size given to `T.const`/`T.dynamic`, known only from the tensors " \
                        "at call time"

@@ -237,7 +237,7 @@ def arena_map(kr: KernelResult, width: int = 64) -> str:
         return ""
     lines = []
     scale = total / width
-    for i, b in enumerate(sorted(bufs, key=lambda b: (b.offset, b.name))):
+    for b in sorted(bufs, key=lambda b: (b.offset, b.name)):
         start = int(round(b.offset / scale))  # type: ignore[operator]
         end = max(start + 1, int(round((b.offset + b.bytes) / scale)))  # type: ignore[operator]
         bar = "." * start + "#" * (end - start) + "." * max(0, width - end)

@@ -169,7 +169,7 @@ def _whole(acc: Access, shape: Sequence[int], env) -> bool:
         return True
     if len(acc.indices) != len(shape):
         return False
-    for idx, n in zip(acc.indices, shape):
+    for idx, n in zip(acc.indices, shape, strict=True):
         if not isinstance(idx, Slice) or idx.step is not None:
             return False
         lo = 0 if idx.lower is None else env.eval_int(idx.lower)
@@ -205,7 +205,7 @@ def _gm_extents(acc: Access, gm_shape: Tuple[int, ...], onchip: Tuple[int, ...],
                 continue
             extents.append(_extent(i, env))
             starts.append(0 if i.lower is None else env.eval_int(i.lower))
-    return list(zip(extents, starts))
+    return list(zip(extents, starts, strict=False))
 
 
 def _full(dim: Tuple[Optional[int], Optional[int]], size: int) -> bool:
@@ -811,4 +811,4 @@ def schedule_loop(tasks: Sequence, kernel: Kernel, env, memory: Dict[str, str],
         note = (f"solved with z3-solver {version}; the model was checked against "
                 f"{CHECKED_Z3}, and another solver build may pick another model")
     return AscendSchedule(order, True, note, ii, tuple(x - t0 for x in times),
-                          tuple(zip(inp.version_buffers, versions)), inp)
+                          tuple(zip(inp.version_buffers, versions, strict=False)), inp)

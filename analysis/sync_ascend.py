@@ -952,7 +952,7 @@ def _rewrite_flag_to_buf(calls: List[SyncCall], extent: int, gemm_l1: bool):
         kept = [True] * len(blocks) if total <= INTRA_CORE_FLAGS else _knapsack_keep(blocks)
         run = 0
         out = []
-        for (lo, hi), k in zip(blocks, kept):
+        for (lo, hi), k in zip(blocks, kept, strict=False):
             if k:
                 out.append((lo, hi, True, run - lo))
                 run += hi - lo + 1

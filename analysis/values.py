@@ -273,7 +273,7 @@ class Env:
                 v = self._eval(self.exprs[name], depth + 1)
             except Unknown as exc:
                 if not exc.names:  # name what is blocked, keep why
-                    raise Unknown([name], exc.why)
+                    raise Unknown([name], exc.why) from exc
                 raise
             finally:
                 self._active.discard(name)
@@ -378,7 +378,7 @@ class Env:
             try:
                 return base[idx]
             except (KeyError, IndexError, TypeError):
-                raise Unknown([], "subscript")
+                raise Unknown([], "subscript") from None
         if isinstance(e, Call):
             return self._call(e, depth)
         raise Unknown([], "opaque")
@@ -469,7 +469,7 @@ def _assign_target(target: Expr, value: object, scope: Dict[str, object]) -> Non
             except Unknown:
                 items = None
         if items is not None and len(items) == len(target.items):
-            for t, v in zip(target.items, items):
+            for t, v in zip(target.items, items, strict=True):
                 _assign_target(t, v, scope)
         else:
             why = value if isinstance(value, Unresolved) else Unresolved(frozenset())
@@ -509,7 +509,7 @@ def _builtin_call(env: "Env", e: Call, depth: int) -> object:
             items = sorted(items)
         return list(items) if f != "tuple" else tuple(items)
     if f == "zip":
-        return list(zip(*[_seq(ev(a)) for a in args]))
+        return list(zip(*[_seq(ev(a)) for a in args], strict=False))
     if f == "enumerate":
         return list(enumerate(_seq(ev(args[0]))))
     if f in ("itertools.product", "product"):
@@ -702,7 +702,7 @@ class Program:
             params = params[1:]
         scope: Dict[str, object] = {}
         names = [p.name for p in params]
-        for n, v in zip(names, pos):
+        for n, v in zip(names, pos, strict=False):
             scope[n] = v
         if fdef.vararg:
             scope[fdef.vararg] = tuple(pos[len(names):])
@@ -1005,7 +1005,7 @@ class Program:
                 if len(names) == 1 and not (i < len(wrapped) and wrapped[i]):
                     c = (c,)
                 if isinstance(c, (list, tuple)) and len(c) == len(names):
-                    rows.append(dict(zip(names, c)))
+                    rows.append(dict(zip(names, c, strict=True)))
             if not rows:
                 continue
             found = True
@@ -1031,7 +1031,7 @@ class Program:
                         prod *= max(len(x), 1)
                     if prod > _MAX_ITEMS:
                         return None
-                    v = [dict(zip(keys, combo)) for combo in itertools.product(*v.values())]
+                    v = [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*v.values())]
                 if isinstance(v, (list, tuple)):
                     out = [x for x in v if isinstance(x, dict)]
                     return out or None
@@ -1396,7 +1396,7 @@ def _label(insts: List[Instance]) -> List[Instance]:
     differ.sort(key=lambda k: (0 if "stage" in k else 1, keys.index(k)))
     out: List[Instance] = []
     used: Dict[str, int] = {}
-    for i, m in zip(insts, maps):
+    for i, m in zip(insts, maps, strict=True):
         label = ", ".join(f"{k}={_fmt(m[k])}" if k in m else f"{k}=?" for k in differ)
         if not label:
             label = "defaults" if i.call is None else f"{i.call.func}(…) at line {i.call.span.line}"
