@@ -396,8 +396,8 @@ def find_sites(text: str) -> Sites:
     for fn in near_middle(kernels):
         args = fn.args
         pos = args.posonlyargs + args.args
-        pairs = list(zip(pos[len(pos) - len(args.defaults):], args.defaults))
-        pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+        pairs = list(zip(pos[len(pos) - len(args.defaults):], args.defaults, strict=True))
+        pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None]
         cycle: List[Edit] = []
         names = []
         for a, d in pairs:
@@ -840,8 +840,8 @@ def check_vs_parse(tilelint: str, corpus: pathlib.Path) -> Dict[str, Any]:
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     check_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    tail = [l for l in proc.stdout.splitlines() if l.strip()][-1:] or \
-        [l for l in proc.stderr.splitlines() if l.strip()][-1:]
+    tail = [ln for ln in proc.stdout.splitlines() if ln.strip()][-1:] or \
+        [ln for ln in proc.stderr.splitlines() if ln.strip()][-1:]
 
     import libcst
 

@@ -93,7 +93,7 @@ def run_check(dirs: Sequence[str], targets: Sequence[str]) -> List[Finding]:
         data = json.loads(proc.stdout or "[]")
     except ValueError:
         raise SystemExit(f"tilelint check gave no JSON (exit {proc.returncode}): "
-                         f"{proc.stderr[-2000:]}")
+                         f"{proc.stderr[-2000:]}") from None
     out = []
     for f in data:
         if f.get("severity") not in ("error", "warning"):

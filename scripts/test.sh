@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up everything on a fresh machine and run the whole test suite, the
+# Set up everything on a fresh machine, lint with ruff and run the whole test suite, the
 # compiler parity suites included.  This is what .ci/run calls.
 #   bash scripts/test.sh [pytest args...]
 set -euo pipefail
@@ -19,5 +19,7 @@ if ! command -v nvim >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get
   (apt-get update -qq && apt-get install -y -qq neovim) >/dev/null 2>&1 || \
     echo "note: could not install neovim; the Neovim test will be skipped" >&2
 fi
+# Lint first (configuration in pyproject.toml); a finding fails the script.
+"$VENV/bin/ruff" check analysis server tests bench scripts
 export TILELINT_REQUIRE_PARITY=${TILELINT_REQUIRE_PARITY:-1}
 exec "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@"

@@ -35,7 +35,7 @@ def _host_port(value: str):
     try:
         return host or "127.0.0.1", int(port)
     except ValueError:
-        raise SystemExit(f"tilelint server: --tcp wants HOST:PORT, got {value!r}")
+        raise SystemExit(f"tilelint server: --tcp wants HOST:PORT, got {value!r}") from None
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

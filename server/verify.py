@@ -464,7 +464,7 @@ def _compare_schedule(kr: KernelResult, k: dict, chk: KernelCheck, diags: List[D
         return
     if ws:
         return  # the WS pass consumes num_stages before planning: no planned schedule to compare
-    for ours, t in zip(mine, theirs):
+    for ours, t in zip(mine, theirs, strict=True):
         span = ours.loop.iter_span
         at = f"loop line {ours.loop.span.line}"
         chk.compared.append(f"{at}: pipelined/stage/order/depth")
@@ -566,7 +566,7 @@ def _compare_sync(kr: KernelResult, k: dict, chk: KernelCheck, diags: List[Diagn
         chk.compared.append(what)
         if ours != theirs:
             _mismatch(chk, diags, kr, span, what, ours, theirs)
-    for lr, n in zip(_model_loops(kr), sync.get("syncthreads_in_loop") or []):
+    for lr, n in zip(_model_loops(kr), sync.get("syncthreads_in_loop") or [], strict=False):
         if n is None or lr.sync is None:
             continue
         chk.compared.append(f"__syncthreads() in loop line {lr.loop.span.line}")

@@ -294,17 +294,17 @@ def loop_facts(c: Compiler, pf, planned, ws_mod, ws_applied) -> List[dict]:
             item["depth"] = depth
             stmts = []
 
-            def flat(s):
+            def flat(s, out):
                 if isinstance(s, tirx.SeqStmt):
                     for x in s.seq:
-                        flat(x)
+                        flat(x, out)
                 elif not isinstance(s, (tirx.AllocBuffer, tirx.DeclBuffer)):
-                    stmts.append(s)
+                    out.append(s)
 
-            flat(p.body)
+            flat(p.body, stmts)
             mask = ints(ann(p, "software_pipeline_replayable_scalar_binds"))
             if mask is not None and len(mask) == len(stmts):
-                stmts = [s for s, m in zip(stmts, mask) if not m]
+                stmts = [s for s, m in zip(stmts, mask, strict=True) if not m]
             if item["stage"] is not None and len(stmts) == len(item["stage"]):
                 item["statement_lines"] = [c.line(s)[0] for s in stmts]
         if ws_mod is not None:
@@ -325,7 +325,7 @@ def version_facts(c: Compiler, pf, inject) -> Optional[Dict[str, int]]:
             declared.setdefault(name, shape)
     after: Dict[str, tuple] = {}
     for f in c.funcs(inject):
-        for name, shape, scope, _ in c.buffers(f.body):
+        for name, shape, _scope, _ in c.buffers(f.body):
             if name in declared:
                 after.setdefault(name, shape)
     out = {}

@@ -61,7 +61,7 @@ def test_tl202_names_exactly_the_configs_the_compiler_overflows(generated, targe
     facts = oracle_facts(target, tuple(generated))
     budget = targets_mod.budget(target)
     expected = []
-    for f, cfg in zip(generated, CONFIGS):
+    for f, cfg in zip(generated, CONFIGS, strict=False):
         entry = facts[Path(f).name]
         assert not entry.get("import_error"), entry["import_error"]
         (k,) = entry["kernels"].values()

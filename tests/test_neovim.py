@@ -24,7 +24,7 @@ NVIM = shutil.which("nvim")
 def test_neovim_diagnostics_and_hover(tmp_path):
     text = FIXTURE.read_text(encoding="utf-8")
     lines = text.splitlines()
-    loop_line = next(i for i, l in enumerate(lines) if "T.Pipelined(" in l)
+    loop_line = next(i for i, ln in enumerate(lines) if "T.Pipelined(" in ln)
     hover_col = lines[loop_line].index("T.Pipelined") + 3
     out = tmp_path / "result.json"
     env = dict(os.environ)
@@ -49,7 +49,7 @@ def test_neovim_diagnostics_and_hover(tmp_path):
     diags = result["diagnostics"]
     # The compiler: "Two statements in the software pipeline cannot have the same
     # order", blaming the second statement (the B copy, the line marked `expect: TL101`).
-    expected_line = next(i for i, l in enumerate(lines) if "expect: TL101" in l)
+    expected_line = next(i for i, ln in enumerate(lines) if "expect: TL101" in ln)
     tl101 = [d for d in diags if d.get("code") == "TL101"]
     assert tl101, diags
     assert tl101[0]["lnum"] == expected_line
@@ -84,5 +84,5 @@ def test_neovim_shipped_lua_module(tmp_path):
     result = json.loads(out.read_text())
     assert result.get("error") in (None, ""), result
     assert result["clients"] == 1, result
-    expected_line = next(i for i, l in enumerate(lines) if "expect: TL101" in l)
+    expected_line = next(i for i, ln in enumerate(lines) if "expect: TL101" in ln)
     assert [d["lnum"] for d in result["diagnostics"] if d.get("code") == "TL101"] == [expected_line]

@@ -145,7 +145,7 @@ def test_schedule_matches(path: Path, target: str) -> None:
         mine = [lr for lr in kr.loops
                 if not (lr.num_stages == 0 and lr.loop.order is None and lr.loop.stage is None)]
         assert len(mine) == len(loops), f"{name}: number of pipelined loops"
-        for ours, theirs in zip(mine, loops):
+        for ours, theirs in zip(mine, loops, strict=True):
             where = f"{name} loop line {ours.loop.span.line}"
             if k["warp_specialized"]:
                 # The WS pass consumes num_stages before planning; the planned
@@ -168,7 +168,7 @@ def test_schedule_matches(path: Path, target: str) -> None:
             theirs_stmts = theirs.get("statements") or []
             if theirs_stmts and len(theirs_stmts) == len(ours.statements):
                 pairs = [(o.stmt.span.line, t.get("line")) for o, t in
-                         zip(ours.statements, theirs_stmts)
+                         zip(ours.statements, theirs_stmts, strict=True)
                          if t.get("line") is not None and
                          Path(str(t.get("file") or path)).name == path.name]
                 if (path.stem, target) in KNOWN_LINE_DIFFERENCES:
@@ -226,7 +226,7 @@ def test_threads_and_sync_match(path: Path, target: str) -> None:
         assert kr.sync.cp_async_commit == sync["cp_async_commit"], f"{name}: cp.async commits"
         assert list(kr.sync.cp_async_wait) == sync["cp_async_wait"], f"{name}: wait_group list"
         assert kr.sync.mbarriers == sync["mbarriers"], f"{name}: mbarriers"
-        for lr, n in zip(kr.loops, sync.get("syncthreads_in_loop") or []):
+        for lr, n in zip(kr.loops, sync.get("syncthreads_in_loop") or [], strict=False):
             if n is None or lr.sync is None:
                 continue
             assert lr.sync.syncthreads == n, f"{name}: __syncthreads in loop line {lr.loop.span.line}"
@@ -283,7 +283,7 @@ def test_rocm_pipelining_and_tl110(stem: str, target: str) -> None:
     for name, k in _lowered(facts).items():
         kr = _kernel(analysis, name)
         dropped = False
-        for ours, theirs in zip(kr.loops, k["loops"]):
+        for ours, theirs in zip(kr.loops, k["loops"], strict=False):
             planned = bool(ours.statements) and all(s.stage is not None for s in ours.statements)
             assert planned == theirs["pipelined"], f"{name}: planned on {target}"
             if theirs["pipelined"]:

@@ -27,7 +27,10 @@ def acc(buf, line, indices=None):
     return Access(buf, sp(line), indices)
 
 
-def copy(src, dst, line, src_idx=(Name("i0"), Name("i1"))):
+_I0_I1 = (Name("i0"), Name("i1"))
+
+
+def copy(src, dst, line, src_idx=_I0_I1):
     return Stmt("copy", "T.copy", sp(line), reads=(acc(src, line, src_idx),),
                 writes=(acc(dst, line),), label=f"T.copy({src}, {dst})")
 

@@ -63,7 +63,7 @@ def _check(got: dict, want: dict, where: str) -> None:
             assert len(got[key]) == len(val), (
                 f"{where}: {len(got[key])} {key} "
                 f"{[i.get('label', i.get('line')) for i in got[key]]}, expected {len(val)}")
-            for i, (g, w) in enumerate(zip(got[key], val)):
+            for i, (g, w) in enumerate(zip(got[key], val, strict=True)):
                 _check(g, w, f"{where} {key}[{i}]")
         else:
             assert got[key] == val, f"{where}: {key}"

@@ -62,7 +62,7 @@ def apply(src: str, edits) -> Tuple[str, List[Tuple[int, int, str]]]:
         assert a <= b, f"inverted span {e.span}"
         ranges.append((a, b, e.new_text))
     ranges.sort()
-    for (a1, b1, _), (a2, _, _) in zip(ranges, ranges[1:]):
+    for (_a1, b1, _), (a2, _, _) in zip(ranges, ranges[1:], strict=False):
         assert b1 <= a2, "overlapping edits"
     out = src
     for a, b, new in reversed(ranges):
@@ -209,9 +209,9 @@ def test_fix_ranges_are_valid_positions() -> None:
     every diagnostic of every case, with code points (a non-ASCII comment before the
     edit on the same line must not shift it)."""
     n = 0
-    for name, src2, _ in ALL_CASES:
+    for _name, src2, _ in ALL_CASES:
         for target in TARGETS:
-            for diag, fix in offered(src2, target):
+            for _diag, fix in offered(src2, target):
                 for e in fix.edits:
                     offset(src2, e.span.line, e.span.col)
                     offset(src2, e.span.end_line, e.span.end_col)
@@ -228,7 +228,7 @@ def test_non_ascii_before_the_edit() -> None:
     src2 = src.replace("order=[0, 0, 1]", "order=[0, 0, 1] if 'ü😀' else [0, 0, 1]", 1)
     for text in (src, src2):
         found = [(d, f) for d, f in offered(text, "sm_80") if d.code == "TL101"]
-        for diag, fix in found:
+        for _diag, fix in found:
             new, ranges = apply(text, fix.edits)
             expected_replacement_ok("TL101", text, ranges)
             ast.parse(new)

@@ -36,7 +36,7 @@ def _plan(name):
 
 def _costs(plan):
     inp = plan.schedule.input
-    return list(zip(inp.latencies, inp.iis, inp.resource_flags))
+    return list(zip(inp.latencies, inp.iis, inp.resource_flags, strict=False))
 
 
 def test_gemm_loop_costs():

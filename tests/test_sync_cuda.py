@@ -61,7 +61,7 @@ def test_sync_matches_compiler(fixture, target, kernel, threads, syncs, commits,
     assert (ks.syncthreads, ks.cp_async_commit, ks.cp_async_wait, ks.mbarriers) == \
         (syncs, commits, waits, mbars)
     if in_loop is not None:
-        pipelined = [s for lr, s in zip(lrs, ls) if lr.pipelined]
+        pipelined = [s for lr, s in zip(lrs, ls, strict=False) if lr.pipelined]
         assert all(s.syncthreads == in_loop for s in pipelined)
 
 
@@ -109,7 +109,7 @@ def test_preview_sync_sequence_matches_cu(target):
                            capture_output=True, text=True, timeout=600)
         assert r.returncode == 0, r.stderr[-2000:]
         facts = json.loads(r.stdout)
-        for f, fact in zip(files, facts):
+        for f, fact in zip(files, facts, strict=False):
             (kname, kf), = fact["kernels"].items()
             cu = Path(kf["source_cu"]).read_text()
             k, env, lrs, ws = analyse(f.name, target)

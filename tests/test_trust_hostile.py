@@ -287,6 +287,6 @@ def test_tabs_same_findings(tmp_path: Path) -> None:
     assert [c for c, _ in got] == [c for c, _ in expected]
     # a file mixing tabs and spaces inconsistently: a syntax error, reported as one
     lines = TL101.splitlines(keepends=True)
-    i = next(n for n, l in enumerate(lines) if "T.copy(B" in l)
+    i = next(n for n, ln in enumerate(lines) if "T.copy(B" in ln)
     lines[i] = lines[i].replace("                ", "\t\t    ", 1)
     codes("".join(lines))

@@ -45,7 +45,7 @@ def matmul(M, N, K, block_M=128, block_N=128, block_K=32, dtype="float16"):
 
 # The line of the second T.copy (the statement the compiler blames for TL101).
 def _tl101_line(src: str) -> int:
-    return next(i for i, l in enumerate(src.splitlines(), 1) if "T.copy(B[k" in l)
+    return next(i for i, ln in enumerate(src.splitlines(), 1) if "T.copy(B[k" in ln)
 
 
 def _hostile_tops(marker: Path):

@@ -183,7 +183,7 @@ def test_gemm_agrees_and_returns_sync_code(worker) -> None:
     assert k.lowered and k.agrees, k.mismatches
     assert len(k.compared) >= 8
     assert not res.diagnostics
-    loop_line = next(i for i, l in enumerate(GEMM.read_text().splitlines(), 1) if "T.Pipelined" in l)
+    loop_line = next(i for i, ln in enumerate(GEMM.read_text().splitlines(), 1) if "T.Pipelined" in ln)
     codes = [s for s in res.sync_code if s.loop_line == loop_line]
     assert codes and codes[0].scope == "loop"
     assert "cp_async_wait<" in codes[0].code and "__syncthreads()" in codes[0].code

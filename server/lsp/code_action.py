@@ -62,7 +62,7 @@ def noqa_edit(lines: Sequence[str], line_idx: int, code: str, enc: str) -> Optio
         if comment is None or m.start() < comment:
             return None
         if not m.group("colon"):
-            return None  # a bare ``# noqa`` already silences everything
+            return None  # a bare noqa comment (no codes) already silences everything
         codes = [c.strip().upper() for c in m.group("codes").split(",")]
         if code in codes:
             return None

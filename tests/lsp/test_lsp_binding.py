@@ -22,7 +22,7 @@ BIG = "num_stages=6, block_K=64"
 
 
 def _line_of(text: str, needle: str) -> int:
-    return next(i for i, l in enumerate(text.splitlines()) if needle in l)
+    return next(i for i, ln in enumerate(text.splitlines()) if needle in ln)
 
 
 async def _config(client: LanguageClient, value: dict, uri: str) -> lsp.PublishDiagnosticsParams:
@@ -62,7 +62,7 @@ async def test_binding_picks_an_instantiation(client: LanguageClient):
     assert "num_stages = 3" in hover
     assert f"Configuration: `{SMALL}` (the default instantiation)" in hover
     assert f"`{BIG}`" in hover.split("Other configurations", 1)[1]
-    assert any(str(l).startswith("×3") for l in await _inlay(client, uri))
+    assert any(str(ln).startswith("×3") for ln in await _inlay(client, uri))
 
     # Per kernel (by factory name): the other one, with its TL201.
     pub = await _config(client, {"binding": {"gemm": BIG}}, uri)
@@ -74,8 +74,8 @@ async def test_binding_picks_an_instantiation(client: LanguageClient):
     assert f"Configuration: `{BIG}` (picked by `tilelint.binding`)" in hover
     assert f"`{SMALL}`" in hover.split("Other configurations", 1)[1]
     labels = await _inlay(client, uri)
-    assert any(str(l).startswith("×6") for l in labels) and not any(
-        str(l).startswith("×3") for l in labels)
+    assert any(str(ln).startswith("×6") for ln in labels) and not any(
+        str(ln).startswith("×3") for ln in labels)
 
     # A label for every kernel (string form), then one no kernel has: the default.
     pub = await _config(client, {"binding": SMALL}, uri)

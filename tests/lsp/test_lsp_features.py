@@ -127,7 +127,7 @@ async def test_inlay_hints(client: LanguageClient, gemm_text):
     labels = {(h.position.line, h.label) for h in hints}
     lines = gemm_text.splitlines()
     def line_of(s):
-        return next(i for i, l in enumerate(lines) if s in l)
+        return next(i for i, ln in enumerate(lines) if s in ln)
     assert (line_of("T.copy(A["), "stage 0 · order 0") in labels
     assert (line_of("T.copy(B["), "stage 0 · order 1") in labels
     assert (line_of("T.gemm("), "stage 2 · order 2") in labels
@@ -158,7 +158,7 @@ async def apply_and_recheck(client, uri, text, action, version):
 def changed_lines(a: str, b: str):
     la, lb = a.splitlines(), b.splitlines()
     assert len(la) == len(lb)
-    return [i for i, (x, y) in enumerate(zip(la, lb)) if x != y]
+    return [i for i, (x, y) in enumerate(zip(la, lb, strict=True)) if x != y]
 
 
 @pytest.mark.asyncio(loop_scope="module")
@@ -188,7 +188,7 @@ async def test_quickfix_tl101_renumber_orders(client: LanguageClient):
     assert tl101, codes(pub.diagnostics)
     # The compiler blames the second statement with the same order (the B copy).
     assert tl101[0].range.start.line == text.splitlines().index(
-        next(l for l in text.splitlines() if "T.copy(B[" in l))
+        next(ln for ln in text.splitlines() if "T.copy(B[" in ln))
     acts = await actions(client, uri, tl101)
     fix = next(a for a in acts if a.edit and "noqa" not in a.title)
     new_text, pub = await apply_and_recheck(client, uri, text, fix, 2)

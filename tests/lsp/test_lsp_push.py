@@ -78,7 +78,7 @@ async def test_edits_are_coalesced(client: LanguageClient):
     # 30 edits in a burst inside the kernel (each re-parses and re-analyses it),
     # typing a trailing comment on the T.gemm line one character at a time.
     lines = text.splitlines()
-    line_idx = next(i for i, l in enumerate(lines) if "T.gemm(" in l)
+    line_idx = next(i for i, ln in enumerate(lines) if "T.gemm(" in ln)
     base = len(lines[line_idx])
     change(client, uri, 2, rng(line_idx, base, line_idx, base), "  #")
     for i in range(3, 33):
@@ -132,7 +132,7 @@ async def test_broken_statement_keeps_last_good_results(client: LanguageClient):
     assert "TL201" in codes(pub.diagnostics)
     lines = text.splitlines()
     # Break the call site that gives the kernel its sizes: drop its `)`.
-    idx = next(i for i, l in enumerate(lines) if l.startswith("kernel = gemm("))
+    idx = next(i for i, ln in enumerate(lines) if ln.startswith("kernel = gemm("))
     end = len(lines[idx])
     change(client, uri, 2, rng(idx, end - 1, idx, end), "")
     pub = await wait_published(client, uri, 2)
@@ -145,7 +145,7 @@ async def test_broken_statement_keeps_last_good_results(client: LanguageClient):
     change(client, uri, 3, rng(idx, end - 1, idx, end - 1), ")")
     pub = await wait_published(client, uri, 3)
     assert codes(pub.diagnostics).count("TL001") == 0
-    kidx = next(i for i, l in enumerate(lines) if "T.gemm(" in l)
+    kidx = next(i for i, ln in enumerate(lines) if "T.gemm(" in ln)
     change(client, uri, 4, rng(kidx, len(lines[kidx]), kidx, len(lines[kidx])), " +")
     pub = await wait_published(client, uri, 4)
     assert "TL001" in codes(pub.diagnostics)

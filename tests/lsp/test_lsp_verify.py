@@ -56,7 +56,7 @@ async def test_save_verifies_and_hover_shows_compiler_output(client: LanguageCli
                             "the verification")
     # The model agrees with tilelang on this kernel (NOTES.md): nothing to report.
     assert "0 finding(s)" in logs[-1], logs[-1]
-    line = next(i for i, l in enumerate(text.splitlines()) if "T.Pipelined(" in l)
+    line = next(i for i, ln in enumerate(text.splitlines()) if "T.Pipelined(" in ln)
     col = text.splitlines()[line].index("T.Pipelined") + 3
     h = await client.text_document_hover_async(lsp.HoverParams(
         text_document=lsp.TextDocumentIdentifier(uri=uri),

@@ -278,7 +278,7 @@ def scheduled_statements(env, loop):
     stmts = [s for s in stmts if not isinstance(s, (tirx.AllocBuffer, tirx.DeclBuffer))]
     mask = int_list(ann_get(loop, "software_pipeline_replayable_scalar_binds"))
     if mask is not None and len(mask) == len(stmts):
-        stmts = [s for s, m in zip(stmts, mask) if not m]
+        stmts = [s for s, m in zip(stmts, mask, strict=True) if not m]
     return stmts
 
 
@@ -315,7 +315,7 @@ def extract_loops(env, pf, planned_mod, ws_mod, ws_flag):
             if isinstance(f, env.tirx.PrimFunc):
                 planned.extend(env.preorder(f.body, env.tirx.For))
     planned_by_line = {}
-    for line, k, lp in line_key_index(env, planned):
+    for line, _k, lp in line_key_index(env, planned):
         planned_by_line.setdefault(line, []).append(lp)
     ws_by_line = {}
     if ws_mod is not None:
@@ -354,7 +354,7 @@ def extract_loops(env, pf, planned_mod, ws_mod, ws_flag):
             if stage is not None and order is not None and len(stmts) == len(stage) == len(order):
                 entry["statements"] = [
                     {"line": env.span(s)[0], "file": env.span(s)[1], "stage": st, "order": od}
-                    for s, st, od in zip(stmts, stage, order)
+                    for s, st, od in zip(stmts, stage, order, strict=True)
                 ]
             else:
                 entry["statements"] = None
@@ -379,7 +379,7 @@ def extract_loops(env, pf, planned_mod, ws_mod, ws_flag):
 
 def declared_shared(env, pf):
     out = {}
-    for name, shape, scope, dtype in env.allocations(pf.body):
+    for name, shape, scope, _dtype in env.allocations(pf.body):
         if scope.startswith("shared") and "barrier" not in scope:
             out.setdefault(name, shape)
     return out
@@ -392,7 +392,7 @@ def extract_versions(env, pf, inject_mod):
     after = {}
     for _, f in inject_mod.functions.items():
         if isinstance(f, env.tirx.PrimFunc):
-            for name, shape, scope, dtype in env.allocations(f.body):
+            for name, shape, scope, _dtype in env.allocations(f.body):
                 if scope.startswith("shared") and "barrier" not in scope:
                     after.setdefault(name, shape)
     versions = {}
@@ -421,7 +421,7 @@ def extract_version_dims(env, pf, inject_mod):
         return out
     for _, f in inject_mod.functions.items():
         if isinstance(f, env.tirx.PrimFunc):
-            for name, shape, scope, dtype in env.allocations(f.body):
+            for name, shape, _scope, _dtype in env.allocations(f.body):
                 if name in declared and name not in out:
                     extra = len(shape) - len(declared[name])
                     out[name] = list(shape[:extra]) if extra > 0 else []

@@ -75,7 +75,7 @@ def extract(source: str) -> Dict[str, object]:
         fm = _FOR.search(line)
         if fm:
             loop = (fm.group(1), int(fm.group(2)), int(fm.group(3)))
-        loops = [l for _, l in stack if l is not None]
+        loops = [lp for _, lp in stack if lp is not None]
         cur = loops[-1] if loops else None
         var, lo, hi = (cur if cur else (None, 0, 1))
         if not in_vf and core is not None:
@@ -115,7 +115,7 @@ def summarize(calls, lock_modes=()) -> Dict[str, object]:
     cross: set = set()
     locks: set = set()
     barriers: set = set()
-    for core, name, pipes, ids, in_loop in calls:
+    for _core, name, pipes, ids, _in_loop in calls:
         if name in ("asc_sync_notify", "asc_sync_wait"):
             ev = pipes[0][5:] + "_" + pipes[1][5:]
             events.setdefault(ev, set()).update(ids)
@@ -129,7 +129,7 @@ def summarize(calls, lock_modes=()) -> Dict[str, object]:
     # the consumer pipe (BLOCK) with the same mutex id.
     set_side: Dict[int, str] = {}
     wait_side: Dict[int, str] = {}
-    for core, name, pipes, ids, in_loop, mode in lock_modes:
+    for _core, _name, pipes, ids, _in_loop, mode in lock_modes:
         for i in ids:
             (wait_side if mode == "ASC_LOCK_BLOCK" else set_side)[i] = pipes[0][5:]
     spilled: Dict[str, set] = {}
@@ -174,7 +174,7 @@ def _record_scheduler() -> None:
 
     def recorded(*args):
         result = inner(*args)
-        call = {n: _ints(a) if not isinstance(a, bool) else a for n, a in zip(names, args)}
+        call = {n: _ints(a) if not isinstance(a, bool) else a for n, a in zip(names, args, strict=False)}
         call["start_times"] = _ints(result[0])
         call["buffer_versions"] = _ints(result[1])
         call["ii"] = int(result[2])
