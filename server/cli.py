@@ -883,8 +883,8 @@ def cmd_rule(args) -> int:
 def cmd_server(argv: Sequence[str]) -> int:
     """The language server (the console script starts it without this module:
     ``entry.main``); imported only here, so ``check`` never loads pygls."""
-    from .entry import main as entry_main
-    return int(entry_main(["server", *argv]) or 0)
+    from .launch import serve
+    return int(serve(argv) or 0)
 
 
 # --------------------------------------------------------------------------

@@ -14,16 +14,8 @@ from typing import Optional, Sequence
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "server":
-        try:
-            from .lsp_main import main as server_main
-        except ImportError as exc:  # pygls/lsprotocol missing from the environment
-            print(f"tilelint: error: the language server is not available: {exc}",
-                  file=sys.stderr)
-            return 2
-        try:
-            return server_main(args[1:])
-        except KeyboardInterrupt:
-            return 130
+        from .launch import serve
+        return serve(args[1:])
     from .cli import main as cli_main
     return cli_main(args)
 

@@ -13,7 +13,6 @@ from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
-from pygls.uris import to_fs_path
 
 if True:  # the analysis is imported lazily (see lazy.py)
     from typing import TYPE_CHECKING
@@ -399,14 +398,6 @@ class TilelintServer(LanguageServer):
                 type=lsp.MessageType.Error, message=f"tilelint: {error}"))
         except Exception:
             pass
-
-
-def path_of(uri: str) -> str:
-    try:
-        path = to_fs_path(uri)
-    except Exception:
-        path = None
-    return path or uri
 
 
 def create_server() -> TilelintServer:

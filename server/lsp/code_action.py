@@ -55,7 +55,7 @@ def noqa_edit(lines: Sequence[str], line_idx: int, code: str, enc: str) -> Optio
     edit is offered (it could not work without changing the code)."""
     if not (0 <= line_idx < len(lines)):
         return None
-    text = convert._strip_eol(lines[line_idx])
+    text = convert.strip_eol(lines[line_idx])
     comment, open_string = _scan(text)
     m = _NOQA.search(text)
     if m is not None:

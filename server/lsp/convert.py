@@ -57,7 +57,7 @@ def encoding_name(kind: object) -> str:
     return UTF16
 
 
-def _strip_eol(line: str) -> str:
+def strip_eol(line: str) -> str:
     if line.endswith("\r\n"):
         return line[:-2]
     if line.endswith("\n") or line.endswith("\r"):
@@ -69,7 +69,7 @@ def to_units(line: str, col: int, encoding: str) -> int:
     """Code-point column ``col`` of ``line`` as a column in ``encoding`` units."""
     if col <= 0:
         return 0
-    text = _strip_eol(line)
+    text = strip_eol(line)
     if col > len(text):
         col = len(text)
     if encoding == UTF32 or text.isascii():
@@ -84,7 +84,7 @@ def from_units(line: str, units: int, encoding: str) -> int:
     """A column in ``encoding`` units as a code-point column (clamped to the line)."""
     if units <= 0:
         return 0
-    text = _strip_eol(line)
+    text = strip_eol(line)
     if encoding == UTF32 or text.isascii():
         return min(units, len(text))
     used = 0
@@ -100,7 +100,7 @@ def from_units(line: str, units: int, encoding: str) -> int:
 
 
 def line_length_units(line: str, encoding: str) -> int:
-    text = _strip_eol(line)
+    text = strip_eol(line)
     return to_units(text, len(text), encoding)
 
 

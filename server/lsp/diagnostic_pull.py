@@ -14,7 +14,7 @@ import logging
 from lsprotocol import types as lsp
 
 from . import convert
-from .app import path_of
+from .uris import path_of
 
 METHOD = lsp.TEXT_DOCUMENT_DIAGNOSTIC
 OPTIONS = lsp.DiagnosticOptions(identifier="tilelint", inter_file_dependencies=False,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from lsprotocol import types as lsp
 
-from .app import path_of
+from .uris import path_of
 
 METHOD = lsp.TEXT_DOCUMENT_DID_OPEN
 

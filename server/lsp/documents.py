@@ -525,17 +525,17 @@ class Document:
         else:
             start_pos, end_pos = rng.start, rng.end
         if sl > last:
-            sl, sc = last, len(convert._strip_eol(lines[last]))
+            sl, sc = last, len(convert.strip_eol(lines[last]))
         else:
             sc = convert.from_units(lines[sl], start_pos.character, encoding)
         if el > last:
-            el, ec = last, len(convert._strip_eol(lines[last]))
+            el, ec = last, len(convert.strip_eol(lines[last]))
         else:
             ec = convert.from_units(lines[el], end_pos.character, encoding)
         head = lines[sl][:sc]
         tail = lines[el][ec:]
-        if ec > len(convert._strip_eol(lines[el])):  # pragma: no cover - clamped above
-            tail = lines[el][len(convert._strip_eol(lines[el])):]
+        if ec > len(convert.strip_eol(lines[el])):  # pragma: no cover - clamped above
+            tail = lines[el][len(convert.strip_eol(lines[el])):]
         block = split_lines(head + change.text + tail)
         if el < last and block[-1] == "":
             # The block ended with the line's own terminator: no extra line.

@@ -76,8 +76,8 @@ def whatif_rows(lines: Sequence[str], path: str, settings: Settings, caches: Cac
                 if lr.loop.span.line != loop_line:
                     continue
                 if lr.pipelined:
-                    row["stage"] = ",".join(hover_text._v(s.stage) for s in lr.statements)
-                    row["order"] = ",".join(hover_text._v(s.order) for s in lr.statements)
+                    row["stage"] = ",".join(hover_text.int_text(s.stage) for s in lr.statements)
+                    row["order"] = ",".join(hover_text.int_text(s.order) for s in lr.statements)
                     row["versions"] = ", ".join(f"{v.buffer}×{v.versions}" for v in lr.versions) or "—"
                 else:
                     row["stage"] = row["order"] = "not pipelined"
@@ -182,7 +182,7 @@ async def handler(ls, params: lsp.HoverParams) -> Optional[lsp.Hover]:
                 if sc is not None:
                     text += "\n\n" + hover_text.compiler_sync(sc, verified.compiler)
     if text is None:
-        word, ws, we = word_at(convert._strip_eol(lines[line - 1]) if line - 1 < len(lines) else "", col)
+        word, ws, we = word_at(convert.strip_eol(lines[line - 1]) if line - 1 < len(lines) else "", col)
         allocs = {a.name: a for a in kr.kernel.allocs}
         alloc = next((a for a in kr.kernel.allocs if _within(a.span, line, col)
                       and (word is None or word == a.name or word not in allocs)), None)

@@ -168,7 +168,7 @@ def statement_hover(kr: "KernelResult", lr: "LoopResult", ss: "ScheduledStmt",
                     target: str = "sm_80") -> str:
     versions = _versions(lr)
     out = [f"**`{ss.stmt.label or ss.stmt.op}`** in the pipelined loop over `{lr.loop.var}`"]
-    out.append(f"stage **{_v(ss.stage)}** · order **{_v(ss.order)}**"
+    out.append(f"stage **{int_text(ss.stage)}** · order **{int_text(ss.order)}**"
                + (f" (of {len(lr.statements)} scheduled statements)" if lr.statements else ""))
     out.append(f"reads: {_accesses(ss.stmt, 'reads', versions)}  \n"
                f"writes: {_accesses(ss.stmt, 'writes', versions)}")
@@ -248,7 +248,7 @@ def whatif_hover(lr: LoopResult, rows: Sequence[Tuple[int, Dict[str, object]]],
     return "\n\n".join(out)
 
 
-def _v(x: Optional[int]) -> str:
+def int_text(x: Optional[int]) -> str:
     return "?" if x is None else str(x)
 
 

@@ -12,8 +12,8 @@ from typing import Dict, Iterator, List
 from lsprotocol import types as lsp
 from pygls.uris import from_fs_path
 
-from .app import path_of
 from .diagnostic_pull import content_result_id, diagnose_file
+from .uris import path_of
 
 METHOD = lsp.WORKSPACE_DIAGNOSTIC
 log = logging.getLogger(__name__)
