@@ -256,6 +256,10 @@ def _ws_fallback(kernel: Kernel, loops: Sequence[LoopResult],
     if not staged:
         return []
     first = staged[0].loop
+    if _structure_unknown(kernel, first, env):
+        # Which copies sit at the top of the loop depends on a value tilelint
+        # does not know (``if k_exact:`` on a factory value): say nothing.
+        return []
     span = first.num_stages_span or first.iter_span
     return [Diagnostic(
         code="TL113", severity="warning", span=span, kernel=kernel.name,
@@ -264,6 +268,21 @@ def _ws_fallback(kernel: Kernel, loops: Sequence[LoopResult],
                  "no global-to-shared copy sits at the top level of its body. The compiler "
                  f"then drops num_stages from all {len(staged)} pipelined loop(s) of "
                  f"`{kernel.name}`, so none is software-pipelined"))]
+
+
+def _structure_unknown(kernel: Kernel, loop: Loop, env: values.Env) -> bool:
+    """Whether an ``if`` at the top of the loop body tests a factory value that
+    stays unknown: Python decides it when the kernel is traced, so which
+    statements exist is not known."""
+    factory_names = {p.name for p in kernel.factory_params} | {n for n, _ in kernel.locals}
+    for st in loop.body:
+        if st.kind != "if":
+            continue
+        if st.test is None:  # if/elif chains: not evaluated, so not known either
+            return True
+        if env.missing(st.test) & factory_names:
+            return True
+    return False
 
 
 def _replace(obj, **changes):

@@ -83,3 +83,12 @@ def test_plain_outer_pipelined_hides_nothing():
     src2 = (Path(__file__).parent / "fixtures" / "parity" / "nested_pipelined.py").read_text()
     a2 = analyze(src2, "nested_pipelined.py", Settings(target="sm_80"))
     assert [d.code for d in a2.diagnostics if d.code == "TL109"] == ["TL109"]
+
+
+def test_no_claim_built_on_a_python_if_with_unknown_value():
+    """``if k_exact:`` on a factory value decides at trace time which copies
+    exist; with K unknown the loop's statements are unknown, so tilelint makes
+    no warp-specialization claim (TL113) and no error or warning at all."""
+    path = Path(__file__).parent / "fixtures" / "unknown" / "ws_if_unknown_value.py"
+    a = analyze(path.read_text(), path.name, Settings(target="sm_90"))
+    assert [d.code for d in a.diagnostics if d.severity in ("error", "warning")] == []
