@@ -8,7 +8,7 @@ compiler.  Positions are 1-based lines and 0-based code-point columns.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Tuple, Union
+from typing import Iterator, Optional, Tuple, Union
 
 # --------------------------------------------------------------------------
 # Positions
@@ -221,6 +221,13 @@ class Stmt:
     # on a factory value such as ``if use_bias:`` is decided when the kernel is
     # traced, and only the taken branch exists for the compiler).
     test: Optional[Expr] = None
+
+
+def walk_stmt(stmt: Stmt) -> Iterator[Stmt]:
+    """``stmt`` and every statement nested in it (``children``), pre-order."""
+    yield stmt
+    for ch in stmt.children:
+        yield from walk_stmt(ch)
 
 
 @dataclass(frozen=True)

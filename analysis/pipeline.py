@@ -126,7 +126,7 @@ def analyze_kernel(module: Module, kernel: Kernel, target: str, settings: Settin
             if lr.pipelined:
                 lr = _replace(lr, versions=versions.compute_versions(lr, allocs, env))
             loop_results.append(lr)
-            kdiags.extend(ld)
+            kdiags.extend(rules.planning_diagnostic(e) for e in ld)
             kdiags.extend(rules.validate_loop(lr, allocs, target, env, source))
         if ws_mode == "fallback":
             kdiags.extend(_ws_fallback(kernel, loop_results, env))

@@ -26,14 +26,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import ClassVar, Dict, List, Optional, Sequence, Tuple, Union
 
 from .model import (
     Access,
     Alloc,
     Call,
     Const,
-    Diagnostic,
     Expr,
     Kernel,
     Loop,
@@ -42,8 +41,10 @@ from .model import (
     Opaque,
     ScheduledStmt,
     Slice,
+    Span,
     Stmt,
     TupleExpr,
+    walk_stmt,
 )
 
 # Statement kinds that are tile operators (one call).
@@ -79,7 +80,9 @@ def may_conflict(a: Region, b: Region) -> bool:
     return True
 
 
-def _eval_int(env, expr: Optional[Expr]) -> Optional[int]:
+def eval_int(env, expr: Optional[Expr]) -> Optional[int]:
+    """``expr``'s integer value in ``env`` (None: unknown); with no ``env`` only
+    an integer constant is known.  Never raises."""
     if expr is None:
         return None
     if env is None:
@@ -104,7 +107,7 @@ def _shape(name: str, env, allocs: Dict[str, Alloc]) -> Optional[Tuple[Optional[
     a = allocs.get(name)
     if a is None:
         return None
-    return tuple(_eval_int(env, s) for s in a.shape)
+    return tuple(eval_int(env, s) for s in a.shape)
 
 
 def _operand_region(acc: Access, env, allocs) -> Region:
@@ -118,13 +121,13 @@ def _operand_region(acc: Access, env, allocs) -> Region:
     for i, ix in enumerate(acc.indices):
         dim = shape[i] if shape is not None and i < len(shape) else None
         if isinstance(ix, Slice):
-            lo = 0 if ix.lower is None else _eval_int(env, ix.lower)
-            hi = dim if ix.upper is None else _eval_int(env, ix.upper)
+            lo = 0 if ix.lower is None else eval_int(env, ix.lower)
+            hi = dim if ix.upper is None else eval_int(env, ix.upper)
             dims.append((lo, hi))
         else:
             # ``A[by * 128, k * 32]`` as a tile operand: the base of a region whose
             # extent comes from the other operand.
-            lo = _eval_int(env, ix)
+            lo = eval_int(env, ix)
             dims.append((lo, None))
     return Region(acc.buffer, tuple(dims))
 
@@ -139,8 +142,8 @@ def _base_point(acc: Access, env, allocs) -> Region:
         return Region(acc.buffer, tuple((0, 1) for _ in shape))
     dims: List[Interval] = []
     for ix in acc.indices:
-        lo = (0 if ix.lower is None else _eval_int(env, ix.lower)) if isinstance(ix, Slice) \
-            else _eval_int(env, ix)
+        lo = (0 if ix.lower is None else eval_int(env, ix.lower)) if isinstance(ix, Slice) \
+            else eval_int(env, ix)
         dims.append((lo, None if lo is None else lo + 1))
     return Region(acc.buffer, tuple(dims))
 
@@ -152,11 +155,11 @@ def _element(acc: Access, env, allocs) -> Region:
     dims: List[Interval] = []
     for ix in acc.indices:
         if isinstance(ix, Slice):
-            lo = 0 if ix.lower is None else _eval_int(env, ix.lower)
-            hi = None if ix.upper is None else _eval_int(env, ix.upper)
+            lo = 0 if ix.lower is None else eval_int(env, ix.lower)
+            hi = None if ix.upper is None else eval_int(env, ix.upper)
             dims.append((lo, hi))
         else:
-            v = _eval_int(env, ix)
+            v = eval_int(env, ix)
             dims.append((v, None if v is None else v + 1))
     return Region(acc.buffer, tuple(dims))
 
@@ -261,12 +264,6 @@ def is_shared(name: str, allocs) -> bool:
     return scope_of(name, allocs) in SHARED_SCOPES
 
 
-def _walk(stmt: Stmt):
-    yield stmt
-    for ch in stmt.children:
-        yield from _walk(ch)
-
-
 def _is_copy_op(stmt: Stmt) -> bool:
     op = stmt.op.split(".")[-1]
     return stmt.kind == "copy" and (op == "copy" or "im2col" in op)
@@ -301,11 +298,11 @@ def _store_is_pure_copy(stmt: Stmt, allocs) -> bool:
 
 
 def is_conditional(stmt: Stmt) -> bool:
-    return any(s.kind == "if" for s in _walk(stmt))
+    return any(s.kind == "if" for s in walk_stmt(stmt))
 
 
 def _global_copy_pattern(stmt: Stmt, allocs) -> bool:
-    for s in _walk(stmt):
+    for s in walk_stmt(stmt):
         if _is_copy_op(s):
             src, dst = _copy_src_dst(s)
             if src is not None and dst is not None and is_global(src, allocs) \
@@ -319,7 +316,7 @@ def _global_copy_pattern(stmt: Stmt, allocs) -> bool:
 
 def _pure_copy(stmt: Stmt, allocs) -> bool:
     saw_copy = False
-    for s in _walk(stmt):
+    for s in walk_stmt(stmt):
         if s.kind in TILE_KINDS:
             if _is_copy_op(s):
                 saw_copy = True
@@ -336,7 +333,7 @@ def _pure_copy(stmt: Stmt, allocs) -> bool:
 
 def _single_copy_op(stmt: Stmt) -> Optional[Stmt]:
     found: Optional[Stmt] = None
-    for s in _walk(stmt):
+    for s in walk_stmt(stmt):
         if s.kind in TILE_KINDS:
             if s.kind == "call" and not s.reads and not s.writes:
                 continue
@@ -367,7 +364,7 @@ def is_copy_stage(stmt: Stmt, allocs) -> bool:
 def _written_buffers(stmts: Sequence[Stmt]) -> set:
     out = set()
     for s in stmts:
-        for x in _walk(s):
+        for x in walk_stmt(s):
             for w in x.writes:
                 out.add(w.buffer)
     return out
@@ -633,7 +630,7 @@ def _names_in(expr, out: set) -> None:
 
 def _scalar_uses(stmt: Stmt) -> frozenset:
     names: set = set()
-    for s in _walk(stmt):
+    for s in walk_stmt(stmt):
         if s.value is not None:
             _names_in(s.value, names)
         for a in s.reads + s.writes:
@@ -643,7 +640,7 @@ def _scalar_uses(stmt: Stmt) -> frozenset:
 
 
 def _scalar_defs(stmt: Stmt) -> Tuple[str, ...]:
-    return tuple(s.target for s in _walk(stmt) if s.kind == "bind" and s.target)
+    return tuple(s.target for s in walk_stmt(stmt) if s.kind == "bind" and s.target)
 
 
 def _make_infos(stmts: Sequence[Stmt], env, allocs) -> List[_Info]:
@@ -871,7 +868,7 @@ def is_tma_load(stmt: Stmt, kernel: Optional[Kernel], env, allocs: Dict[str, All
     if src_bits is not None and dst_bits is not None and src_bits != dst_bits:
         return False
     if info:
-        shape = [_eval_int(env, s) for s in info[0]]
+        shape = [eval_int(env, s) for s in info[0]]
         stride = 1
         for i in range(len(shape) - 1, 0, -1):
             if shape[i] is None:
@@ -892,7 +889,7 @@ def _pipelined_loops(stmts: Sequence[Stmt]):
 def _has_num_stages(loop: Loop, env) -> bool:
     if loop.num_stages is None:
         return False
-    v = _eval_int(env, loop.num_stages)
+    v = eval_int(env, loop.num_stages)
     return v is None or v >= 1
 
 
@@ -915,7 +912,7 @@ def warp_specialization_mode(kernel: Kernel, env, target: str,
     candidate = False
     for lp in loops:
         for s in lp.body:
-            if any(is_tma_load(x, kernel, env, allocs) for x in _walk(s)):
+            if any(is_tma_load(x, kernel, env, allocs) for x in walk_stmt(s)):
                 candidate = True
     if not candidate:
         return "none"
@@ -973,7 +970,7 @@ def is_rocm(target: str) -> bool:
 def _ints(env, exprs: Optional[Tuple[Expr, ...]]) -> Optional[List[Optional[int]]]:
     if exprs is None:
         return None
-    return [_eval_int(env, e) for e in exprs]
+    return [eval_int(env, e) for e in exprs]
 
 
 def schedule_values(env, raw: Optional[Expr],
@@ -988,7 +985,7 @@ def schedule_values(env, raw: Optional[Expr],
             return None if items is None else _sequence(env, items[0])
         return _ints(env, items)
     if isinstance(raw, TupleExpr) and not any(isinstance(i, Opaque) for i in raw.items):
-        return [_eval_int(env, e) for e in raw.items]
+        return [eval_int(env, e) for e in raw.items]
     return _sequence(env, raw)
 
 
@@ -1050,25 +1047,74 @@ def schedule_counts(loop: Loop, ba: "BodyAnalysis") -> ScheduleCounts:
         exec_index=tuple(ba.scheduled), orig_index=tuple(i + decl for i in ba.scheduled))
 
 
+@dataclass(frozen=True)
+class ScheduleLengthError:
+    """TL104, as data: the manual order/stage list(s) whose length no count of
+    ``counts`` accepts; the compiler stops in PipelinePlanning.  ``bad``: list
+    name (``order`` / ``stage``) -> its number of entries."""
+
+    loop: Loop
+    bad: Dict[str, int]
+    counts: ScheduleCounts
+    sched: Tuple[Stmt, ...]  # the scheduled statements, in order
+    replayable: Tuple[Stmt, ...] = ()  # replayable scalar binds (executable count only)
+    inlined: Tuple[Stmt, ...] = ()  # binds inlined before planning (no entry)
+    code: ClassVar[str] = "TL104"
+
+    @property
+    def span(self) -> Span:
+        """Where the compiler's error points: the (first) list that is wrong."""
+        loop = self.loop
+        if "order" in self.bad:
+            return loop.order_span or loop.stage_span or loop.iter_span
+        return loop.stage_span or loop.order_span or loop.iter_span
+
+
+@dataclass(frozen=True)
+class StageConflict:
+    """TL108 / TL112, as data: automatic planning stopped on ``stmt``.
+    ``kind`` ``overlap`` (TL108): ``stmt`` writes a region the copy stage
+    ``other`` writes too; ``unplaced`` (TL112): ``stmt`` cannot be placed
+    because its last consumer ``other`` is itself moved to stage 0."""
+
+    loop: Loop
+    kind: str
+    message: str
+    stmt: Optional[Stmt] = None
+    other: Optional[Stmt] = None
+
+    @property
+    def code(self) -> str:
+        return "TL108" if self.kind == "overlap" else "TL112"
+
+    @property
+    def span(self) -> Span:
+        return self.stmt.span if self.stmt is not None else self.loop.iter_span
+
+
+# What ``plan_loop`` reports besides its result; ``rules.planning_diagnostic``
+# turns each into a diagnostic.
+PlanError = Union[ScheduleLengthError, StageConflict]
+
+
 def _result(loop: Loop, **kw) -> LoopResult:
     return LoopResult(loop=loop, **kw)
 
 
 def plan_loop(loop: Loop, env, target: str, allocs: Dict[str, Alloc],
               warp_specialized: bool, ws_fallback: bool = False
-              ) -> Tuple[LoopResult, List[Diagnostic]]:
+              ) -> Tuple[LoopResult, List[PlanError]]:
     """Plan one ``T.Pipelined`` loop.  Diagnostics (TL101–TL111) come from
-    ``rules.validate_loop``; this returns the planning result and the
-    diagnostics that only planning can see (TL104/TL108 on the compiler's
-    planning path)."""
-    from . import rules  # local import: rules imports this module
+    ``rules.validate_loop``; this returns the planning result and the errors
+    that only planning can see (TL104/TL108/TL112 on the compiler's planning
+    path), as data: ``rules.planning_diagnostic`` makes them diagnostics."""
     allocs = dict(allocs or {})
     ba = analyse_body(loop, env)
     units = ba.units
     sched = [units[i] for i in ba.scheduled]
     excluded = tuple(sorted([units[i] for i in ba.replayable] + ba.inlined,
                             key=lambda s: (s.span.line, s.span.col)))
-    ns = _eval_int(env, loop.num_stages) if loop.num_stages is not None else 0
+    ns = eval_int(env, loop.num_stages) if loop.num_stages is not None else 0
     ns_unknown = loop.num_stages is not None and ns is None
     manual = loop.order is not None and loop.stage is not None and \
         len(loop.order) > 0 and len(loop.stage) > 0
@@ -1079,7 +1125,7 @@ def plan_loop(loop: Loop, env, target: str, allocs: Dict[str, Alloc],
         if any(v is not None and not v for v in given.values()):
             manual = False  # an empty list is no manual schedule (T.Pipelined's default)
     plain = [ScheduledStmt(s, None, None) for s in sched]
-    diags: List[Diagnostic] = []
+    diags: List[PlanError] = []
 
     if loop.pipelined_ancestors > 0:
         return _result(loop, pipelined=False, num_stages=ns, depth=None,
@@ -1113,8 +1159,9 @@ def plan_loop(loop: Loop, env, target: str, allocs: Dict[str, Alloc],
         bad = {k: len(v) for k, v in given.items()
                if v is not None and not counts.accepts(len(v))}
         if bad:
-            diags.append(rules.tl104(loop, bad, counts, sched,
-                                     [units[i] for i in ba.replayable], ba.inlined))
+            diags.append(ScheduleLengthError(loop, bad, counts, tuple(sched),
+                                             tuple(units[i] for i in ba.replayable),
+                                             tuple(ba.inlined)))
             return _result(loop, pipelined=False, num_stages=ns or None, depth=None,
                            statements=tuple(plain), excluded_binds=excluded, manual=True,
                            note="compile error: order/stage length does not match the "
@@ -1163,7 +1210,7 @@ def plan_loop(loop: Loop, env, target: str, allocs: Dict[str, Alloc],
     try:
         infos = plan_auto(sched, ns, env, allocs)
     except PlanningError as e:
-        diags.append(rules.tl108(loop, e) if e.kind == "overlap" else rules.tl112(loop, e))
+        diags.append(StageConflict(loop, e.kind, e.message, e.stmt, e.other))
         return _result(loop, pipelined=False, num_stages=ns, depth=None,
                        statements=tuple(plain), excluded_binds=excluded,
                        note="compile error: overlapping writes in different stages"), diags

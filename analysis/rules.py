@@ -23,6 +23,20 @@ from .model import (
     Stmt,
     TextEdit,
     TupleExpr,
+    walk_stmt,
+)
+from .planning import (
+    PlanError,
+    ScheduleLengthError,
+    StageConflict,
+    eval_int,
+    is_conditional,
+    is_copy_stage,
+    is_global,
+    is_rocm,
+    is_shared,
+    known_reads,
+    stmt_accesses,
 )
 
 
@@ -552,14 +566,17 @@ def _plural(n: int, word: str, plural: str = "") -> str:
     return f"{n} {word if n == 1 else (plural or word + 's')}"
 
 
-def tl104(loop: Loop, bad: Dict[str, int], counts, sched: Sequence[Stmt],
-          replayable: Sequence[Stmt] = (), inlined: Sequence[Stmt] = ()) -> Diagnostic:
-    """``bad``: the list(s) whose length no count accepts (name -> entries);
-    ``counts``: planning's ``ScheduleCounts``."""
-    if "order" in bad:
-        span = loop.order_span or loop.stage_span or loop.iter_span
-    else:
-        span = loop.stage_span or loop.order_span or loop.iter_span
+def planning_diagnostic(err: PlanError) -> Diagnostic:
+    """The diagnostic for an error ``planning.plan_loop`` returns."""
+    if isinstance(err, ScheduleLengthError):
+        return tl104(err)
+    return tl108(err) if err.kind == "overlap" else tl112(err)
+
+
+def tl104(err: ScheduleLengthError) -> Diagnostic:
+    bad, counts, sched = err.bad, err.counts, err.sched
+    replayable, inlined = err.replayable, err.inlined
+    span = err.span
     if len(bad) == 2 and bad["order"] == bad["stage"]:
         what = f"order/stage have {_plural(bad['order'], 'entry', 'entries')}"
     else:
@@ -600,20 +617,18 @@ def tl114(loop: Loop) -> Diagnostic:
         f"reported on this loop's schedule")
 
 
-def tl108(loop: Loop, err) -> Diagnostic:
-    stmt = err.stmt
+def tl108(err: StageConflict) -> Diagnostic:
     related = [Related(err.other.span, f"copy stage writing the same region: {_short(err.other)}")] \
         if err.other is not None else []
-    return _diag("TL108", stmt.span if stmt is not None else loop.iter_span,
+    return _diag("TL108", err.span,
                  f"PipelinePlanning: multiple writes to overlapping buffer regions: "
                  f"{err.message}; this is not supported in pipeline planning", related)
 
 
-def tl112(loop: Loop, err) -> Diagnostic:
-    stmt = err.stmt
+def tl112(err: StageConflict) -> Diagnostic:
     related = [Related(err.other.span, f"its last consumer, moved to stage 0: {_short(err.other)}")] \
         if err.other is not None else []
-    return _diag("TL112", stmt.span if stmt is not None else loop.iter_span,
+    return _diag("TL112", err.span,
                  err.message + " (compiler: 'The number of stages should be equal to the "
                  "number of pipeline stages')", related)
 
@@ -689,23 +704,20 @@ def renumbered_orders(orders: Sequence[int]) -> List[int]:
 
 
 def _async_producer(stmt: Stmt, stage: int, allocs) -> bool:
-    from .planning import is_conditional, is_copy_stage, is_global, is_shared
     if is_conditional(stmt):
         return False
     if is_copy_stage(stmt, allocs):
         return True
     if stage != 0:
         return False
-    from .planning import _walk
-    reads_global = any(is_global(a.buffer, allocs) for s in _walk(stmt) for a in s.reads)
-    writes_shared = any(is_shared(a.buffer, allocs) for s in _walk(stmt) for a in s.writes)
+    reads_global = any(is_global(a.buffer, allocs) for s in walk_stmt(stmt) for a in s.reads)
+    writes_shared = any(is_shared(a.buffer, allocs) for s in walk_stmt(stmt) for a in s.writes)
     return reads_global and writes_shared
 
 
 def validate_loop(result: LoopResult, allocs: Dict[str, Alloc], target: str,
                   env=None, source: Optional[str] = None) -> List[Diagnostic]:
-    """TL101–TL111 for one planned loop (``plan_loop`` reports TL104/TL108)."""
-    from .planning import _eval_int, is_rocm, known_reads, stmt_accesses
+    """TL101–TL111 for one planned loop (``plan_loop`` reports TL104/TL108/TL112)."""
     allocs = dict(allocs or {})
     loop = result.loop
     out: List[Diagnostic] = []
@@ -714,7 +726,7 @@ def validate_loop(result: LoopResult, allocs: Dict[str, Alloc], target: str,
         return [tl114(loop)]
     has_order = loop.order is not None and len(loop.order) > 0
     has_stage = loop.stage is not None and len(loop.stage) > 0
-    ns = _eval_int(env, loop.num_stages) if loop.num_stages is not None else None
+    ns = eval_int(env, loop.num_stages) if loop.num_stages is not None else None
     ns_given = loop.num_stages is not None and (ns is None or ns > 0)
 
     if loop.pipelined_ancestors > 0:

@@ -23,10 +23,6 @@ PACKAGES = {"analysis": "tilelint.analysis", "server": "tilelint.server"}
 # test fails when a new one appears AND when one of these disappears or changes, so
 # the list stays exactly true: remove an entry when you break its cycle.
 KNOWN_CYCLES: Set[FrozenSet[str]] = {
-    # planning calls rules.tl104/tl108/tl112 to build its diagnostics; rules imports
-    # planning's predicates.  Broken when planning returns its errors as data and
-    # rules turns them into diagnostics (issue 14).
-    frozenset({"analysis.planning", "analysis.rules"}),
     # packing imports pipeline (active_view, pipelined_loops) and sync_cuda
     # (ws_barriers, kernel_sync for the num_stages sweep); sync_cuda re-packs the
     # kernel (pack_kernel) when it is not handed the pack; pipeline imports both.
@@ -37,12 +33,7 @@ KNOWN_CYCLES: Set[FrozenSet[str]] = {
 
 # ``from X import _name`` (or ``X._name``) across modules, as (importer, target, name),
 # that exist today and are not made public yet.  Same rule: exactly true.
-KNOWN_PRIVATE: Set[Tuple[str, str, str]] = {
-    # rules' TL101-TL111 checks reuse planning's evaluator and statement walker; they
-    # go with the planning <-> rules cycle above (and the one-walker work).
-    ("analysis.rules", "analysis.planning", "_eval_int"),
-    ("analysis.rules", "analysis.planning", "_walk"),
-}
+KNOWN_PRIVATE: Set[Tuple[str, str, str]] = set()
 
 
 def _modules() -> Dict[str, Path]:
