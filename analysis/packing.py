@@ -36,7 +36,8 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
-from . import targets as targets_mod
+from . import planning, targets as targets_mod, versions as versions_mod
+from .loops import active_view, pipelined_loops
 from .model import (
     Alloc,
     BufferInfo,
@@ -54,6 +55,7 @@ from .model import (
     TextEdit,
 )
 from .schedule import modulo_schedule
+from .sync_cuda import kernel_sync, ws_barriers
 from .values import dtype_bits, normalise_dtype
 
 DEFAULT_ALIGN = 16
@@ -392,7 +394,6 @@ def _expr_text(e) -> str:
 
 def mbarrier_count(kernel: Kernel, env, loops: Sequence[LoopResult], target: str,
                    warp_specialized: bool) -> int:
-    from .sync_cuda import ws_barriers  # local import: sync_cuda imports this module
     return ws_barriers(kernel, env, loops, target, warp_specialized)[0]
 
 
@@ -509,11 +510,6 @@ def plan_instance(kernel: Kernel, env, target: str, num_stages: Optional[int] = 
     active view of conditional iterators, sm_90 warp specialization, planning and
     versions): (the kernel as planned, its loop results, warp-specialized).
     ``num_stages`` forces that value on every pipelined loop (a what-if)."""
-    from . import (
-        planning,  # local: planning imports rules
-        versions as versions_mod,
-    )
-    from .pipeline import active_view, pipelined_loops
     view = active_view(kernel, env)
     if num_stages is not None:
         view = _force_num_stages(view, num_stages)
@@ -579,7 +575,6 @@ def sweep(kernel: Kernel, env, loops_for_num_stages: Callable[[int], Sequence[Lo
         ksync, lsync = None, ()
         t = targets_mod.get(target)
         if t is not None and t.kind == "cuda":
-            from .sync_cuda import kernel_sync  # local: sync_cuda imports this module
             ksync, lsync = kernel_sync(kernel, env, loops, target, warp_specialized, p)
         out.append(SweepPoint(ns, vers, p.arena_bytes, p.static_bytes, tuple(fits),
                               ksync, tuple(lsync),

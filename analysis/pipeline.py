@@ -10,9 +10,14 @@ entry point the CLI and the language server share.
 from __future__ import annotations
 
 import re
-from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from . import frontend, targets as targets_mod, values
+from .loops import (
+    active_view,
+    loop_active as loop_active,  # re-exported for callers of pipeline
+    pipelined_loops,
+)
 from .model import (
     Alloc,
     Analysis,
@@ -79,14 +84,6 @@ def _schedule_unknown(loop_results: Sequence[LoopResult]) -> bool:
                for lr in loop_results)
 
 
-def pipelined_loops(stmts: Sequence[Stmt]) -> Iterator[Loop]:
-    """Every ``T.Pipelined`` loop of a body, outer before inner, in source order."""
-    for st in stmts:
-        if st.loop is not None and st.loop.kind == "pipelined":
-            yield st.loop
-        yield from pipelined_loops(st.children)
-
-
 def analyze_kernel(module: Module, kernel: Kernel, target: str, settings: Settings,
                    source: Optional[str] = None) -> Tuple[List[KernelResult], List[Diagnostic]]:
     from . import packing, planning, rules, sync_ascend, sync_cuda, versions
@@ -135,7 +132,8 @@ def analyze_kernel(module: Module, kernel: Kernel, target: str, settings: Settin
         threads = None
         if tinfo is not None and tinfo.kind == "cuda" and kernel.dialect == "cuda":
             pack = packing.pack_kernel(kernel, env, loop_results, target, ws)
-            ksync, lsyncs = sync_cuda.kernel_sync(kernel, env, loop_results, target, ws)
+            ksync, lsyncs = sync_cuda.kernel_sync(kernel, env, loop_results, target, ws,
+                                                  pack=pack)
             if _sync_not_modelled(kernel) or _schedule_unknown(loop_results):
                 ksync, lsyncs = None, [None] * len(loop_results)
             loop_results = [_replace(lr, sync=s) for lr, s in zip(loop_results, lsyncs, strict=False)]
@@ -204,47 +202,6 @@ def _sync_not_modelled(kernel: Kernel) -> bool:
         return any("tcgen05" in st.op or walk(st.children) for st in stmts)
 
     return walk(kernel.body)
-
-
-def active_view(kernel: Kernel, env: values.Env) -> Kernel:
-    """``kernel`` with every pipelined loop whose condition is false in ``env``
-    turned into the serial loop the compiler sees (the same object when there
-    is none)."""
-    if not any(lp.condition is not None and not loop_active(lp, env)
-               for lp in pipelined_loops(kernel.body)):
-        return kernel
-    import dataclasses
-
-    def fix(stmts: Sequence[Stmt]) -> Tuple[Stmt, ...]:
-        out = []
-        for st in stmts:
-            children = fix(st.children) if st.children else st.children
-            loop = st.loop
-            kind = st.kind
-            if loop is not None:
-                loop = dataclasses.replace(loop, body=children)
-                if loop.kind == "pipelined" and not loop_active(loop, env):
-                    loop = dataclasses.replace(loop, kind="serial", num_stages=None,
-                                               num_stages_span=None, order=None, stage=None,
-                                               condition=None)
-                    kind = "serial"
-            if children is st.children and loop is st.loop:
-                out.append(st)
-            else:
-                out.append(dataclasses.replace(st, kind=kind, children=children, loop=loop))
-        return tuple(out)
-
-    return dataclasses.replace(kernel, body=fix(kernel.body))
-
-
-def loop_active(loop: Loop, env: values.Env) -> bool:
-    """False when the loop's iterator is a conditional (``T.Pipelined(...) if c
-    else T.serial(...)``, directly or through a helper) whose pipelined arm is
-    known not to be taken in this binding."""
-    if loop.condition is None:
-        return True
-    c = env.evaluate(loop.condition)
-    return c is None or bool(c)
 
 
 def _ws_fallback(kernel: Kernel, loops: Sequence[LoopResult],

@@ -458,25 +458,20 @@ def _trip(lr: LoopResult, env) -> Optional[int]:
     return stop - start
 
 
-def _layout_for(kernel: Kernel, env, loops, target, warp_specialized, pack) -> _Layout:
+def _layout_for(kernel: Kernel, env, loops, pack) -> _Layout:
     versions: Dict[str, int] = {}
     for lr in loops:
         for v in lr.versions:
             versions[v.buffer] = max(versions.get(v.buffer, 1), v.versions)
-    if pack is None:
-        try:
-            from .packing import pack_kernel
-            pack = pack_kernel(kernel, env, loops, target, warp_specialized)
-        except Exception:  # noqa: BLE001
-            pack = None
     return _Layout(kernel, env, pack, versions)
 
 
 def trace(kernel: Kernel, env, loops: Sequence[LoopResult], target: str,
           warp_specialized: bool = False, pack=None) -> Tuple[List[Event], List[LoopSync]]:
     """The emitted statements and sync calls of the whole kernel (cp.async path) and a
-    LoopSync per entry of ``loops``."""
-    layout = _layout_for(kernel, env, loops, target, warp_specialized, pack)
+    LoopSync per entry of ``loops``.  ``pack``: ``packing.pack_kernel``'s result for
+    these loops (None: no arena layout, so no conflict between buffers is seen)."""
+    layout = _layout_for(kernel, env, loops, pack)
     tr = _Tracer(kernel, layout)
     per_loop: Dict[int, LoopSync] = {}
     loops = list(loops)
@@ -521,8 +516,10 @@ def trace(kernel: Kernel, env, loops: Sequence[LoopResult], target: str,
 
 
 def kernel_sync(kernel: Kernel, env, loops: Sequence[LoopResult], target: str,
-                warp_specialized: bool, pack=None) -> Tuple[KernelSync, Tuple[LoopSync, ...]]:
-    """Kernel-wide and per-loop sync counts.  Never raises."""
+                warp_specialized: bool, pack) -> Tuple[KernelSync, Tuple[LoopSync, ...]]:
+    """Kernel-wide and per-loop sync counts.  ``pack`` is ``packing.pack_kernel``'s
+    result for the same kernel and loops (the arena layout decides which buffers
+    share bytes).  Never raises."""
     try:
         return _kernel_sync(kernel, env, loops, target, warp_specialized, pack)
     except Exception:  # noqa: BLE001

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from test_packing import analyse
 
-from analysis import schedule, sync_cuda
+from analysis import packing, schedule, sync_cuda
 from analysis.model import NO_SPAN, Access, Loop, LoopResult, ScheduledStmt, Stmt
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,7 +56,8 @@ EXPECTED = [
 def test_sync_matches_compiler(fixture, target, kernel, threads, syncs, commits, waits, mbars,
                                in_loop):
     k, env, lrs, ws = analyse(fixture, target, kernel)
-    ks, ls = sync_cuda.kernel_sync(k, env, lrs, target, ws)
+    pack = packing.pack_kernel(k, env, lrs, target, ws)
+    ks, ls = sync_cuda.kernel_sync(k, env, lrs, target, ws, pack=pack)
     assert sync_cuda.threads(k, env, ws) == threads
     assert (ks.syncthreads, ks.cp_async_commit, ks.cp_async_wait, ks.mbarriers) == \
         (syncs, commits, waits, mbars)
