@@ -1284,10 +1284,8 @@ class _Builder:
 
     def find_kernel_with(self, stmt: cst.CSTNode) -> Optional[cst.With]:
         if isinstance(stmt, cst.With):
-            for item in stmt.items:
-                if isinstance(item.item, cst.Call) and \
-                        (self.dotted(item.item.func) or "") in KERNEL_LAUNCHES:
-                    return stmt
+            if _is_launch(stmt, self):
+                return stmt
             for inner in stmt.body.body:
                 found = self.find_kernel_with(inner)
                 if found is not None:
@@ -2190,14 +2188,18 @@ def _contains_kernel_with(fn: cst.FunctionDef, builder: _Builder) -> bool:
 
         def visit_With(self, node: cst.With) -> Optional[bool]:
             nonlocal found
-            for item in node.items:
-                if isinstance(item.item, cst.Call) and \
-                        (builder.dotted(item.item.func) or "") in KERNEL_LAUNCHES:
-                    found = True
+            found = found or _is_launch(node, builder)
             return not found
 
     fn.visit(V())
     return found
+
+
+def _is_launch(node: cst.With, builder: "_Builder") -> bool:
+    """Whether ``with ...:`` launches a device kernel (``T.Kernel`` and kin)."""
+    return any(isinstance(item.item, cst.Call)
+               and (builder.dotted(item.item.func) or "") in KERNEL_LAUNCHES
+               for item in node.items)
 
 
 def _merge_params(outer: Sequence[Param], inner: Sequence[Param]) -> Tuple[Param, ...]:
@@ -2225,10 +2227,7 @@ def _defines_kernel(fn: cst.FunctionDef, builder: "_Builder") -> bool:
 
         def visit_With(self, node: cst.With) -> Optional[bool]:
             nonlocal found
-            for item in node.items:
-                if isinstance(item.item, cst.Call) and \
-                        (builder.dotted(item.item.func) or "") in KERNEL_LAUNCHES:
-                    found = True
+            found = found or _is_launch(node, builder)
             return not found
 
     fn.visit(V())
