@@ -54,6 +54,7 @@ from .model import (
     Subscript,
     TupleExpr,
     UnaryOp,
+    walk_stmts,
 )
 
 # --------------------------------------------------------------------------
@@ -2018,16 +2019,10 @@ _STMT_KIND = {"pipelined": "pipelined", "parallel": "parallel", "serial": "seria
               "range": "serial", "unroll": "serial", "vectorized": "parallel"}
 
 
-def _walk_stmts(stmts: Sequence[Stmt]):
-    for s in stmts:
-        yield s
-        yield from _walk_stmts(s.children)
-
-
 def _needs_link(kernel: Kernel, macros, helpers) -> bool:
     mnames = {m.name for m in macros}
     hnames = {h[0] for h in helpers}
-    for s in _walk_stmts(kernel.body):
+    for s in walk_stmts(kernel.body):
         if s.kind == "call" and s.op in mnames and isinstance(s.value, Call):
             return True
         lp = s.loop

@@ -8,7 +8,7 @@ compiler.  Positions are 1-based lines and 0-based code-point columns.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator, Optional, Tuple, Union
+from typing import Iterable, Iterator, Optional, Tuple, Union
 
 # --------------------------------------------------------------------------
 # Positions
@@ -228,6 +228,23 @@ def walk_stmt(stmt: Stmt) -> Iterator[Stmt]:
     yield stmt
     for ch in stmt.children:
         yield from walk_stmt(ch)
+
+
+def walk_stmts(stmts: Iterable[Stmt]) -> Iterator[Stmt]:
+    """Every statement of ``stmts`` and every one nested in them, pre-order."""
+    for s in stmts:
+        yield from walk_stmt(s)
+
+
+def walk_bodies(stmts: Iterable[Stmt]) -> Iterator[Stmt]:
+    """Like :func:`walk_stmts`, but a loop is entered through ``loop.body`` (the
+    body as the loop passes see it, e.g. a conditional iterator's) when it has one."""
+    for s in stmts:
+        yield s
+        if s.loop is not None and s.loop.body:
+            yield from walk_bodies(s.loop.body)
+        else:
+            yield from walk_bodies(s.children)
 
 
 @dataclass(frozen=True)

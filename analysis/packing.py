@@ -53,6 +53,7 @@ from .model import (
     Span,
     Stmt,
     TextEdit,
+    walk_bodies,
 )
 from .schedule import modulo_schedule
 from .sync_cuda import kernel_sync, ws_barriers
@@ -89,15 +90,6 @@ class Packing:
 # --------------------------------------------------------------------------
 # Helpers over the kernel model
 # --------------------------------------------------------------------------
-
-
-def _walk(stmts: Iterable[Stmt]):
-    for s in stmts:
-        yield s
-        if s.loop is not None and s.loop.body:
-            yield from _walk(s.loop.body)
-        else:
-            yield from _walk(s.children)
 
 
 def _touched(stmt: Stmt) -> Set[str]:
@@ -187,7 +179,7 @@ def linear_units(kernel: Kernel, loops: Sequence[LoopResult], shared: Set[str],
             units.append(_touched(s) & shared)
         produced: Set[str] = set()
         for c in ws_stmt.loop.body:
-            for x in _walk([c]):
+            for x in walk_bodies([c]):
                 if _is_copy_into_shared(x, shared):
                     produced |= _written(x) & shared
         units.append(produced)
@@ -328,7 +320,7 @@ def _alignments(kernel: Kernel, shared: Set[str], target: str, warp_specialized:
         return out
     scopes = {a.name: a.scope for a in kernel.allocs}
     operands: Set[str] = set()  # shared operands of any gemm (swizzled layouts)
-    for s in _walk(kernel.body):
+    for s in walk_bodies(kernel.body):
         if s.kind == "gemm":
             operands |= {a.buffer for a in s.reads[:2] if a.buffer in shared}
             if _descriptor_gemm(s, t, scopes):
@@ -339,7 +331,7 @@ def _alignments(kernel: Kernel, shared: Set[str], target: str, warp_specialized:
         for lr in loops:
             if lr.warp_specialized:
                 for st in lr.statements:
-                    for x in _walk([st.stmt]):
+                    for x in walk_bodies([st.stmt]):
                         if _is_copy_into_shared(x, shared):
                             for w in x.writes:
                                 if w.buffer in shared:

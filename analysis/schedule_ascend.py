@@ -53,6 +53,7 @@ from .model import (
     Subscript,
     TupleExpr,
     UnaryOp,
+    walk_stmts,
 )
 from .values import normalise_dtype
 
@@ -374,12 +375,6 @@ def _gemm_cost(st: Stmt, memory, allocs, env) -> Tuple[int, int]:
     return base + cycles, max(1, cycles)
 
 
-def _walk(stmts):
-    for st in stmts:
-        yield st
-        yield from _walk(st.children)
-
-
 def _kw_true(st: Stmt, name: str) -> bool:
     return f"{name}=True" in st.label.replace(" ", "")
 
@@ -541,7 +536,7 @@ def build_input(tasks: Sequence, kernel: Kernel, env, memory: Dict[str, str],
         for b in list(t.writes):
             if memory.get(b, "GM") not in ("GM", "REG") and b not in onchip:
                 onchip.append(b)
-    simt = any("T.SimtVF" in st.scope for st in _walk(kernel.body))
+    simt = any("T.SimtVF" in st.scope for st in walk_stmts(kernel.body))
     caps = {s: _LIMITS.get(s, _UB_BYTES_WITH_SIMT if simt else _UB_BYTES) for s in _SCOPES}
     members: Dict[str, List[int]] = {s: [] for s in _SCOPES}
     sizes: List[int] = []

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from .model import (
     AscendResult,
@@ -56,6 +56,7 @@ from .model import (
     Name,
     Stmt,
     TupleExpr,
+    walk_stmts,
 )
 from .schedule_ascend import AscendSchedule, schedule_loop
 
@@ -287,17 +288,11 @@ def annotated_versions(kernel: Kernel, env) -> Dict[str, int]:
     if not out:
         # The frontend keeps only string keys of a dict literal; recover
         # buffer-name keys from the statement's source text.
-        for st in _walk(kernel.body):
+        for st in walk_stmts(kernel.body):
             if st.kind == "annotation" and st.op == "T.annotate_buffer_versions":
                 for name, num in _LABEL_ITEM.findall(st.label):
                     out[name] = int(num)
     return out
-
-
-def _walk(stmts: Sequence[Stmt]) -> Iterable[Stmt]:
-    for s in stmts:
-        yield s
-        yield from _walk(s.children)
 
 
 # --------------------------------------------------------------------------
@@ -394,7 +389,7 @@ def _loop_tainted(loop: Loop) -> Set[str]:
     changed = True
     while changed:
         changed = False
-        for st in _walk(loop.body):
+        for st in walk_stmts(loop.body):
             if st.kind == "bind" and st.target and st.target not in names:
                 if _mentions(st.value, names) or any(_mentions_text(st.label, names)
                                                      for _ in [0]):

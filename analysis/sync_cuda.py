@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from . import targets as targets_mod
-from .model import Kernel, KernelSync, LoopResult, LoopSync, Stmt
+from .model import Kernel, KernelSync, LoopResult, LoopSync, Stmt, walk_bodies
 from .schedule import BODY, EPILOGUE, PROLOGUE, Row, Schedule, modulo_schedule
 
 PRODUCER_THREADS = 128
@@ -42,15 +42,6 @@ PRODUCER_THREADS = 128
 # --------------------------------------------------------------------------
 # Small helpers
 # --------------------------------------------------------------------------
-
-
-def _walk(stmts):
-    for s in stmts:
-        yield s
-        if s.loop is not None and s.loop.body:
-            yield from _walk(s.loop.body)
-        else:
-            yield from _walk(s.children)
 
 
 def _shared_names(kernel: Kernel) -> Set[str]:
@@ -65,7 +56,7 @@ def _alloc_names(kernel: Kernel) -> Set[str]:
 def _rw(stmt: Stmt, shared: Set[str]) -> Tuple[Set[str], Set[str]]:
     reads: Set[str] = set()
     writes: Set[str] = set()
-    for s in _walk([stmt]):
+    for s in walk_bodies([stmt]):
         reads |= {a.buffer for a in s.reads if a.buffer in shared}
         writes |= {a.buffer for a in s.writes if a.buffer in shared}
     return reads, writes
@@ -90,7 +81,7 @@ def _is_tma(stmt: Stmt, kernel: Kernel, env) -> bool:
     try:
         from .planning import is_tma_load
         allocs = {a.name: a for a in kernel.allocs}
-        return any(is_tma_load(x, kernel, env, allocs) for x in _walk([stmt]))
+        return any(is_tma_load(x, kernel, env, allocs) for x in walk_bodies([stmt]))
     except Exception:  # noqa: BLE001
         return True
 
@@ -110,7 +101,7 @@ def _find_result(loop, loops: Sequence[LoopResult]) -> Optional[LoopResult]:
 
 
 def _walk_writes(stmt: Stmt) -> List[str]:
-    return [w.buffer for x in _walk([stmt]) for w in x.writes]
+    return [w.buffer for x in walk_bodies([stmt]) for w in x.writes]
 
 
 def threads(kernel: Kernel, env, warp_specialized: bool) -> Optional[int]:
@@ -135,7 +126,7 @@ def ws_barriers(kernel: Kernel, env, loops: Sequence[LoopResult], target: str,
     shared = _shared_names(kernel)
     body = list(kernel.body)
     for i, top in enumerate(body):
-        cands = [x for x in _walk([top]) if x.loop is not None and x.loop.kind == "pipelined"]
+        cands = [x for x in walk_bodies([top]) if x.loop is not None and x.loop.kind == "pipelined"]
         lr = None
         for x in cands:
             lr = _find_result(x.loop, loops)
@@ -500,7 +491,7 @@ def trace(kernel: Kernel, env, loops: Sequence[LoopResult], target: str,
                     1 for e in tr.events[start:] if e.kind == "sync"))
             return
         if s.loop is None and s.children and any(
-                x.loop is not None and x.loop.kind == "pipelined" for x in _walk(s.children)):
+                x.loop is not None and x.loop.kind == "pipelined" for x in walk_bodies(s.children)):
             # An ``if`` or an inlined macro around a pipelined loop: the emitted code
             # is its body in sequence (a guard does not change where ThreadSync
             # and the pipeline put their calls).
@@ -538,18 +529,18 @@ def _kernel_sync(kernel, env, loops, target, warp_specialized, pack):
             if s.loop is not None and s.loop.kind == "pipelined":
                 break
             if s.loop is None and any(x.loop is not None and x.loop.kind == "pipelined"
-                                      for x in _walk(s.children)):
+                                      for x in walk_bodies(s.children)):
                 # an inlined macro (or a guard) around the loop: what it writes
                 # inside the loop is not "before the loop"
                 break
             if _rw(s, shared)[1]:
                 extra = 1
             if s.loop is not None and any(x.loop is not None and x.loop.kind == "pipelined"
-                                          for x in _walk(s.loop.body)):
+                                          for x in walk_bodies(s.loop.body)):
                 extra = 1
         for s in kernel.body:
             if s.loop is not None and s.loop.kind != "pipelined" and any(
-                    x.loop is not None and x.loop.kind == "pipelined" for x in _walk(s.loop.body)):
+                    x.loop is not None and x.loop.kind == "pipelined" for x in walk_bodies(s.loop.body)):
                 extra = 1
         lsyncs = []
         given = False

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
-from .model import Alloc, BufferVersion, LoopResult
+from .model import Alloc, BufferVersion, LoopResult, walk_stmt
 from .planning import is_tma_load, may_conflict, stmt_accesses
 
 
@@ -46,7 +46,7 @@ def compute_versions(loop_result: LoopResult, allocs: Dict[str, Alloc],
         ns = loop_result.num_stages
         produced = set()
         for st in loop_result.statements:
-            for s in _walk(st.stmt):
+            for s in walk_stmt(st.stmt):
                 if is_tma_load(s, None, env, allocs):
                     produced.update(w.buffer for w in s.writes)
         return tuple(BufferVersion(n, (ns if ns else 1) if n in produced else 1)
@@ -102,7 +102,3 @@ def compute_versions(loop_result: LoopResult, allocs: Dict[str, Alloc],
     return tuple(out)
 
 
-def _walk(stmt):
-    yield stmt
-    for c in stmt.children:
-        yield from _walk(c)

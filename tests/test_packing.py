@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from analysis import frontend, packing, planning, values, versions
-from analysis.model import Const
+from analysis.model import Const, walk_bodies
 
 PARITY = Path(__file__).resolve().parent / "fixtures" / "parity"
 
@@ -25,7 +25,7 @@ def analyse(name: str, target: str, kernel: str | None = None):
     allocs = {a.name: a for a in k.allocs}
     ws = planning.warp_specialization_applies(k, env, target)
     lrs = []
-    for s in packing._walk(k.body):
+    for s in walk_bodies(k.body):
         if s.loop is not None and s.loop.kind == "pipelined":
             lr, _ = planning.plan_loop(s.loop, env, target, allocs, ws)
             if lr.pipelined:
