@@ -236,29 +236,8 @@ def test_extend_select_adds_to_the_default_set():
     assert not selected("TL900", s) and selected("TL101", s)
 
 
-DUP_ORDER = """\
-import tilelang.language as T
-
-
-def matmul(M, N, K, block_M, block_N, block_K, dtype="float16", accum_dtype="float"):
-    @T.prim_func
-    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
-            A_shared = T.alloc_shared((block_M, block_K), dtype)
-            B_shared = T.alloc_shared((block_K, block_N), dtype)
-            C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
-            T.clear(C_local)
-            for k in T.Pipelined(T.ceildiv(K, block_K), order=[0, 0, 1], stage=[0, 0, 1]):
-                T.copy(A[by * block_M, k * block_K], A_shared)
-                T.copy(B[k * block_K, bx * block_N], B_shared)
-                T.gemm(A_shared, B_shared, C_local)
-            T.copy(C_local, C[by * block_M, bx * block_N])
-    return main
-
-
-x = 1  # noqa: TL201
-kernel = matmul(1024, 1024, 1024, 128, 128, 32)
-"""
+# A duplicate order (TL101 on line 14) and a noqa that suppresses nothing (TL900 on line 20).
+DUP_ORDER = (Path(__file__).parent / "fixtures" / "config" / "dup_order_noqa.py").read_text()
 
 
 def test_cli_extend_select_keeps_the_default_rules(tmp_path, capsys):
