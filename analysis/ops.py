@@ -84,7 +84,8 @@ class OpSpec:
         return None
 
 
-def _spec(name: str, kind: str, params: str, clear=None, in_place=None, note="") -> OpSpec:
+def _spec(name: str, kind: str, params: str, clear: Optional[Tuple[str, str, bool]] = None,
+          in_place: Optional[Tuple[str, str]] = None, note: str = "") -> OpSpec:
     """``params``: space-separated ``name[:role]``; a bare name is a VALUE; a
     leading ``!`` marks a required parameter; ``*`` starts the keyword-only
     parameters; ``*name`` is a ``*args`` parameter."""
@@ -350,7 +351,7 @@ def bind_lenient(spec: OpSpec, positional: Sequence[_A], keywords: Mapping[str, 
 
 
 def effective_role(spec: OpSpec, param: Param, bound: Mapping[str, object],
-                   flag_value=None) -> str:
+                   flag_value: object = None) -> str:
     """The role of ``param`` in one call.  ``flag_value``: the literal value of
     the spec's ``clear`` flag in this call (None when it is not a literal)."""
     role = param.role

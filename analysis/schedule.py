@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
-from .model import LoopResult, Stmt
+from .model import LoopResult, ScheduledStmt, Stmt
 
 PROLOGUE = "prologue"
 BODY = "body"
@@ -70,7 +70,7 @@ class Schedule:
         return self.max_stage + 1
 
     def rows(self) -> Tuple[Row, ...]:
-        out = []
+        out: list[Row] = []
         for step in self.prologue:
             out.extend(step)
         out.extend(self.body)
@@ -84,25 +84,28 @@ def modulo_schedule(loop_result: LoopResult, trip_count: Optional[int] = None) -
     statement has no stage/order.  ``trip_count`` is only recorded (for display)."""
     if not loop_result.pipelined or not loop_result.statements:
         return None
-    items = []
+    # (order, index, stage, statement): stage and order are known here.
+    items: list[tuple[int, int, int, ScheduledStmt]] = []
     for idx, st in enumerate(loop_result.statements):
         if st.stage is None or st.order is None:
             return None
-        items.append((st.order, idx, st))
+        items.append((st.order, idx, st.stage, st))
     items.sort(key=lambda t: (t[0], t[1]))
-    max_stage = max(st.stage for _, _, st in items)
+    max_stage = max(stage for _, _, stage, _ in items)
 
-    def row(section: str, step: int, idx: int, st, offset: int) -> Row:
-        return Row(section, step, idx, st.stmt, st.stage, st.order, offset)
+    def row(section: str, step: int, idx: int, st: ScheduledStmt, stage: int, order: int,
+            offset: int) -> Row:
+        return Row(section, step, idx, st.stmt, stage, order, offset)
 
     prologue = []
     for p in range(max_stage):
-        prologue.append(tuple(row(PROLOGUE, p, idx, st, p - st.stage)
-                              for _, idx, st in items if st.stage <= p))
-    body = tuple(row(BODY, 0, idx, st, max_stage - st.stage) for _, idx, st in items)
+        prologue.append(tuple(row(PROLOGUE, p, idx, st, stage, order, p - stage)
+                              for order, idx, stage, st in items if stage <= p))
+    body = tuple(row(BODY, 0, idx, st, stage, order, max_stage - stage)
+                 for order, idx, stage, st in items)
     epilogue = []
     for e in range(max_stage):
-        epilogue.append(tuple(row(EPILOGUE, e, idx, st, e - st.stage)
-                              for _, idx, st in items if st.stage > e))
+        epilogue.append(tuple(row(EPILOGUE, e, idx, st, stage, order, e - stage)
+                              for order, idx, stage, st in items if stage > e))
     return Schedule(loop_result.loop.var, max_stage, tuple(prologue), body, tuple(epilogue),
                     trip_count)
