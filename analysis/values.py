@@ -14,7 +14,7 @@ import math
 import operator
 import re
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from .model import (
     Attr,
@@ -32,6 +32,7 @@ from .model import (
     Module,
     Name,
     Opaque,
+    Param,
     Subscript,
     TupleExpr,
     UnaryOp,
@@ -285,7 +286,10 @@ class Env:
             return name == "True"
         raise Unknown([name])
 
-    def _eval(self, e: Expr, depth: int) -> object:
+    # The interpreter's values are whatever Python values the user's code computes:
+    # their operations are checked at run time (evaluate() turns TypeError and
+    # friends into "unknown"), so the evaluator's own results are typed Any.
+    def _eval(self, e: Expr, depth: int) -> Any:
         if depth > _MAX_DEPTH:
             raise Unknown([], "expression too deep")
         if isinstance(e, Const):
@@ -383,7 +387,7 @@ class Env:
             return self._call(e, depth)
         raise Unknown([], "opaque")
 
-    def _call(self, e: Call, depth: int) -> object:
+    def _call(self, e: Call, depth: int) -> Any:
         f = e.func
         args = e.args
         if f.split(".")[-1] == "determine_fp8_type":
@@ -455,7 +459,7 @@ def _seq(v: object) -> list:
     raise Unknown([], "not iterable")
 
 
-def _assign_target(target: Expr, value: object, scope: Dict[str, object]) -> None:
+def _assign_target(target: Optional[Expr], value: object, scope: Dict[str, object]) -> None:
     """Python assignment of ``value`` to ``target`` in ``scope`` (names, tuple
     unpacking, ``d["k"] = v``).  Unknown values become :class:`Unresolved`."""
     if isinstance(target, Name):
@@ -487,7 +491,7 @@ def _assign_target(target: Expr, value: object, scope: Dict[str, object]) -> Non
             base[target.attr] = value
 
 
-def _builtin_call(env: "Env", e: Call, depth: int) -> object:
+def _builtin_call(env: "Env", e: Call, depth: int) -> Any:
     f = e.func
     ev = lambda x: env._eval(x, depth + 1)  # noqa: E731
     args = e.args
@@ -564,7 +568,8 @@ def _builtin_call(env: "Env", e: Call, depth: int) -> object:
     raise Unknown([], f"call {f}")
 
 
-def _method(obj: object, meth: str, args: Sequence[Expr], ev, f: str) -> object:
+def _method(obj: object, meth: str, args: Sequence[Expr], ev: Callable[[Expr], Any],
+            f: str) -> object:
     """The few side-effect-free methods of dicts, lists and strings we follow."""
     if isinstance(obj, dict):
         if meth == "get" and args:
@@ -1129,7 +1134,7 @@ def call_sites_for(module: Module, kernel: Kernel) -> List[CallSite]:
             or c.func.endswith("." + target)]
 
 
-def kernel_params(kernel: Kernel):
+def kernel_params(kernel: Kernel) -> Tuple[Param, ...]:
     return kernel.factory_params if kernel.factory else (
         kernel.params if kernel.style in ("jit", "macro") else ())
 
@@ -1311,6 +1316,9 @@ def _all_instances(module: Module, kernel: Kernel,
     prog = program(module)
     calls = call_sites_for(module, kernel)
     contexts: List[Tuple[Optional[CallSite], Optional[Env]]] = []
+    call: Optional[CallSite]
+    cenv: Optional[Env]
+    ctxs: Sequence[Tuple[Optional[Env], str]]
     for call in calls:
         try:
             ctxs = prog.contexts_at(call)
@@ -1341,7 +1349,8 @@ def _all_instances(module: Module, kernel: Kernel,
     out: List[Instance] = []
     seen: Dict[Tuple, int] = {}
     for call, cenv in contexts:
-        for cfg in (configs or [None]):
+        cfgs: Sequence[Optional[Dict[str, object]]] = configs or [None]
+        for cfg in cfgs:
             env = build_env(module, kernel, call, overrides, caller=cenv, config=cfg)
             keys = list(names) + [k for k in (cfg or {}) if k not in names]
             binds = tuple((k, env.lookup(k)) for k in keys if env.lookup(k) is not None)
