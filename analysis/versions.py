@@ -10,10 +10,11 @@ statement of the loop writes keeps one version.
 
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
+from typing import Dict, Iterator, List, Optional, Set, Tuple
 
-from .model import Alloc, BufferVersion, LoopResult, walk_stmt
+from .model import Access, Alloc, BufferVersion, LoopResult, Stmt, walk_stmt
 from .planning import is_tma_load, may_conflict, stmt_accesses
+from .values import Env
 
 
 def _accessed(loop_result: LoopResult, allocs: Dict[str, Alloc]) -> List[str]:
@@ -25,7 +26,7 @@ def _accessed(loop_result: LoopResult, allocs: Dict[str, Alloc]) -> List[str]:
     return seen
 
 
-def _all_accesses(stmt):
+def _all_accesses(stmt: Stmt) -> Iterator[Access]:
     yield from stmt.reads
     yield from stmt.writes
     for c in stmt.children:
@@ -33,7 +34,7 @@ def _all_accesses(stmt):
 
 
 def compute_versions(loop_result: LoopResult, allocs: Dict[str, Alloc],
-                     env=None) -> Tuple[BufferVersion, ...]:
+                     env: Optional[Env] = None) -> Tuple[BufferVersion, ...]:
     """Versions of each allocated buffer the loop touches (kernel parameters excluded)."""
     allocs = dict(allocs or {})
     names = _accessed(loop_result, allocs)
@@ -44,7 +45,7 @@ def compute_versions(loop_result: LoopResult, allocs: Dict[str, Alloc],
         # producers fill to num_stages versions before the producer/consumer
         # split (measured: a non-TMA copy's destination keeps 1 version).
         ns = loop_result.num_stages
-        produced = set()
+        produced: Set[str] = set()
         for st in loop_result.statements:
             for s in walk_stmt(st.stmt):
                 if is_tma_load(s, None, env, allocs):
@@ -88,6 +89,7 @@ def compute_versions(loop_result: LoopResult, allocs: Dict[str, Alloc],
                     if rd is None:
                         continue
                     if (w_st.order is not None and r_st.order is not None
+                            and w_st.stage is not None and r_st.stage is not None
                             and w_st.order < r_st.order and w_st.stage < r_st.stage
                             and may_conflict(wr, rd)):
                         need = True
