@@ -26,7 +26,10 @@ import re
 import sys
 import textwrap
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence
+
+if TYPE_CHECKING:  # the registry is imported lazily
+    from tilelint.analysis.rules import Rule
 
 DOCS_RELATIVE_DIR = "docs/rules"
 
@@ -87,13 +90,13 @@ def rule_path(code: str) -> str:
 # --------------------------------------------------------------------------
 
 
-def all_rules() -> List[object]:
+def all_rules() -> List[Rule]:
     from tilelint.analysis import rules as rules_mod
 
     return list(rules_mod.RULES)
 
 
-def get_rule(code: str) -> Optional[object]:
+def get_rule(code: str) -> Optional[Rule]:
     from tilelint.analysis import rules as rules_mod
 
     return rules_mod.get_rule(code.upper())
@@ -107,7 +110,7 @@ def off_by_default(code: str) -> bool:
     return code in OFF_BY_DEFAULT
 
 
-def rule_dict(rule: object) -> Dict[str, object]:
+def rule_dict(rule: Rule) -> Dict[str, object]:
     """A registry entry as a plain mapping (the SARIF formatter's input)."""
     code = rule.code
     out: Dict[str, object] = {k: getattr(rule, k, "") for k in (
@@ -173,7 +176,7 @@ def runnable_example(example: str) -> str:
     return _SKELETON.format(body=body)
 
 
-def example_target(rule: object, which: str = "bad") -> str:
+def example_target(rule: Rule, which: str = "bad") -> str:
     """The target the example is meant for: the rule's ``target`` attribute,
     a ``# on sm_90`` / ``# target: sm_90`` comment in it, else sm_80."""
     explicit = getattr(rule, "target", None) or getattr(rule, "example_target", None)
@@ -193,7 +196,7 @@ def _para(text: str) -> str:
     return text.strip()
 
 
-def markdown(rule: object) -> str:
+def markdown(rule: Rule) -> str:
     code = rule.code
     name = getattr(rule, "name", "")
     sev = getattr(rule, "severity", "")
@@ -230,7 +233,7 @@ def markdown(rule: object) -> str:
     return "\n".join(out)
 
 
-def index_markdown(rules: Sequence[object]) -> str:
+def index_markdown(rules: Sequence[Rule]) -> str:
     out = ["# tilelint rules", "",
            "Generated from the rule registry by `python -m tilelint.server.ruledocs`; "
            "do not edit by hand.", "",
@@ -243,7 +246,7 @@ def index_markdown(rules: Sequence[object]) -> str:
     return "\n".join(out) + "\n"
 
 
-def terminal_text(rule: object) -> str:
+def terminal_text(rule: Rule) -> str:
     """The rule as plain text for ``tilelint rule CODE``."""
     code = rule.code
     width = 88
@@ -272,7 +275,7 @@ def terminal_text(rule: object) -> str:
     return "\n".join(out) + "\n"
 
 
-def rule_list_text(rules: Sequence[object]) -> str:
+def rule_list_text(rules: Sequence[Rule]) -> str:
     rows = [(r.code, getattr(r, "name", ""), getattr(r, "severity", ""),
              getattr(r, "summary", "")) for r in rules]
     w1 = max((len(r[1]) for r in rows), default=0)
@@ -285,7 +288,7 @@ def rule_list_text(rules: Sequence[object]) -> str:
 # --------------------------------------------------------------------------
 
 
-def expected_pages(rules: Optional[Sequence[object]] = None) -> Dict[str, str]:
+def expected_pages(rules: Optional[Sequence[Rule]] = None) -> Dict[str, str]:
     """file name → content of every page (and the index README.md)."""
     rules = list(rules if rules is not None else all_rules())
     pages = {f"{r.code}.md": markdown(r) for r in rules}
@@ -293,7 +296,7 @@ def expected_pages(rules: Optional[Sequence[object]] = None) -> Dict[str, str]:
     return pages
 
 
-def stale_pages(out_dir: Path, rules: Optional[Sequence[object]] = None) -> List[str]:
+def stale_pages(out_dir: Path, rules: Optional[Sequence[Rule]] = None) -> List[str]:
     """Names of pages that are missing, different, or no longer registered."""
     pages = expected_pages(rules)
     bad = []
@@ -308,7 +311,7 @@ def stale_pages(out_dir: Path, rules: Optional[Sequence[object]] = None) -> List
     return bad
 
 
-def generate(out_dir: Path, rules: Optional[Sequence[object]] = None) -> List[str]:
+def generate(out_dir: Path, rules: Optional[Sequence[Rule]] = None) -> List[str]:
     """Write every page (and remove pages of codes no longer registered)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     pages = expected_pages(rules)
