@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from lsprotocol import types as lsp
 
+from tilelint.server.ruledocs import rule_url as _ruledocs_url
+
 if TYPE_CHECKING:  # pragma: no cover - the analysis is imported lazily
     from tilelint.analysis.model import Diagnostic, Fix, Span
 
@@ -25,22 +27,17 @@ SOURCE = "tilelint"
 # Rule documentation links
 # --------------------------------------------------------------------------
 
-try:  # the CLI helper's module, once it exists
-    from tilelint.server.ruledocs import rule_url as _ruledocs_url  # type: ignore
-except Exception:  # pragma: no cover - depends on what has landed
-    _ruledocs_url = None
 
 def rule_url(code: str) -> Optional[str]:
     """The documentation page of a rule (``codeDescription.href``): the
     installed page's file URI, or None when there is none (then the
     diagnostic carries no ``codeDescription``)."""
-    if _ruledocs_url is not None:
-        try:
-            url = _ruledocs_url(code)
-            if url:
-                return str(url)
-        except Exception:
-            pass
+    try:
+        url = _ruledocs_url(code)
+        if url:
+            return str(url)
+    except Exception:
+        pass
     return None
 
 
@@ -53,7 +50,7 @@ def encoding_name(kind: object) -> str:
     """Normalise a ``PositionEncodingKind`` (or None) to utf-8 / utf-16 / utf-32."""
     value = getattr(kind, "value", kind)
     if value in (UTF8, UTF32):
-        return value  # type: ignore[return-value]
+        return str(value)
     return UTF16
 
 
@@ -243,7 +240,7 @@ def data_fixes(diag: lsp.Diagnostic) -> List[Dict[str, Any]]:
     for f in fixes:
         if not isinstance(f, dict) or not isinstance(f.get("edits"), list):
             continue
-        edits = []
+        edits: List[lsp.TextEdit] = []
         for e in f["edits"]:
             r = range_from_json(e.get("range")) if isinstance(e, dict) else None
             if r is None or not isinstance(e.get("newText"), str):
