@@ -34,7 +34,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from . import planning, targets as targets_mod, versions as versions_mod
 from .loops import active_view, pipelined_loops
@@ -45,10 +45,8 @@ from .model import (
     Diagnostic,
     Fix,
     Kernel,
-    KernelSync,
     Loop,
     LoopResult,
-    LoopSync,
     Related,
     Span,
     Stmt,
@@ -56,7 +54,7 @@ from .model import (
     walk_bodies,
 )
 from .schedule import modulo_schedule
-from .sync_cuda import kernel_sync, ws_barriers
+from .sync_cuda import ws_barriers
 from .values import dtype_bits, normalise_dtype
 
 DEFAULT_ALIGN = 16
@@ -140,7 +138,7 @@ def _find_result(loop: Loop, loops: Sequence[LoopResult]) -> Optional[LoopResult
     return None
 
 
-def _versions(loops: Sequence[LoopResult]) -> Dict[str, int]:
+def buffer_versions(loops: Sequence[LoopResult]) -> Dict[str, int]:
     """Versions per buffer; 0 when a loop cannot tell (its stages are unknown),
     and then the buffer's bytes are unknown too."""
     out: Dict[str, int] = {}
@@ -405,7 +403,7 @@ def _pack(kernel, env, loops, target, warp_specialized) -> Packing:
     allocs = [a for a in kernel.allocs if is_shared(a)]
     dyn = {a.name for a in allocs if a.scope != "shared"}
     static = {a.name for a in allocs if a.scope == "shared"}
-    versions = _versions(loops)
+    versions = buffer_versions(loops)
     aligns = _alignments(kernel, dyn | static, target, warp_specialized, loops)
     sizes: Dict[str, Optional[int]] = {}
     for a in allocs:
@@ -460,26 +458,13 @@ def _pack(kernel, env, loops, target, warp_specialized) -> Packing:
 
 
 # --------------------------------------------------------------------------
-# What-if over num_stages, and the overflow diagnostics
+# Planning an instance (with num_stages forced), and the overflow diagnostics
 # --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class SweepPoint:
-    num_stages: int
-    versions: Tuple[Tuple[str, int], ...]
-    arena_bytes: Optional[int]
-    static_bytes: int
-    fits: Tuple[Tuple[str, bool], ...]  # (target, fits its opt-in budget)
-    # The sync the compiler emits for this value (sync_cuda.kernel_sync): kernel-wide
-    # counts and one LoopSync per pipelined loop.
-    sync: Optional[KernelSync] = None
-    loop_sync: Tuple[LoopSync, ...] = ()
-    depths: Tuple[Optional[int], ...] = ()  # pipeline depth of each pipelined loop
-
-
-def _force_num_stages(kernel: Kernel, num_stages: int) -> Kernel:
-    """``kernel`` with ``num_stages=<num_stages>`` written on every pipelined loop."""
+def _force_num_stages(kernel: Kernel, num_stages: int, loop_line: Optional[int] = None) -> Kernel:
+    """``kernel`` with ``num_stages=<num_stages>`` written on every pipelined loop
+    (only on the one whose ``for`` is on ``loop_line`` when that is given)."""
 
     def fix(stmts: Sequence[Stmt]) -> Tuple[Stmt, ...]:
         out = []
@@ -488,7 +473,7 @@ def _force_num_stages(kernel: Kernel, num_stages: int) -> Kernel:
             loop = st.loop
             if loop is not None:
                 loop = dataclasses.replace(loop, body=children)
-                if loop.kind == "pipelined":
+                if loop.kind == "pipelined" and loop_line in (None, loop.span.line):
                     loop = dataclasses.replace(loop, num_stages=Const(num_stages))
             out.append(dataclasses.replace(st, children=children, loop=loop))
         return tuple(out)
@@ -496,15 +481,16 @@ def _force_num_stages(kernel: Kernel, num_stages: int) -> Kernel:
     return dataclasses.replace(kernel, body=fix(kernel.body))
 
 
-def plan_instance(kernel: Kernel, env, target: str, num_stages: Optional[int] = None
-                  ) -> Tuple[Kernel, List[LoopResult], bool]:
+def plan_instance(kernel: Kernel, env, target: str, num_stages: Optional[int] = None,
+                  loop_line: Optional[int] = None) -> Tuple[Kernel, List[LoopResult], bool]:
     """Plan one instance of a kernel the way ``pipeline.analyze_kernel`` does (the
     active view of conditional iterators, sm_90 warp specialization, planning and
     versions): (the kernel as planned, its loop results, warp-specialized).
-    ``num_stages`` forces that value on every pipelined loop (a what-if)."""
+    ``num_stages`` forces that value on every pipelined loop, or on the one whose
+    ``for`` is on ``loop_line`` (a what-if: ``whatif.sweep_num_stages``)."""
     view = active_view(kernel, env)
     if num_stages is not None:
-        view = _force_num_stages(view, num_stages)
+        view = _force_num_stages(view, num_stages, loop_line)
     allocs = {a.name: a for a in view.allocs}
     t = targets_mod.get(target)
     mode = "none"
@@ -530,48 +516,6 @@ def replan(kernel: Kernel, env, target: str, warp_specialized: bool, num_stages:
     forced value (kept in the signature for callers)."""
     _, loops, _ = plan_instance(kernel, env, target, num_stages)
     return loops
-
-
-def sweep_num_stages(kernel: Kernel, env, values: Iterable[int], target: str,
-                     check_targets: Sequence[str] = targets_mod.CUDA_TARGETS) -> List[SweepPoint]:
-    """``sweep`` over num_stages with each value planned like a real instance
-    (warp specialization re-decided per value)."""
-    out: List[SweepPoint] = []
-    for ns in values:
-        try:
-            view, loops, ws = plan_instance(kernel, env, target, ns)
-        except Exception:  # noqa: BLE001
-            continue
-        out.extend(sweep(view, env, lambda _ns, lp=loops: lp, [ns], target, ws, check_targets))
-    return out
-
-
-def sweep(kernel: Kernel, env, loops_for_num_stages: Callable[[int], Sequence[LoopResult]],
-          values: Iterable[int], target: str, warp_specialized: bool,
-          check_targets: Sequence[str] = targets_mod.CUDA_TARGETS) -> List[SweepPoint]:
-    """For each num_stages value: versions, arena bytes and whether it fits each target's
-    budget.  ``loops_for_num_stages(ns)`` returns the planned loops for that value (e.g.
-    ``lambda ns: replan(kernel, env, target, ws, ns)``)."""
-    out = []
-    for ns in values:
-        try:
-            loops = list(loops_for_num_stages(ns))
-        except Exception:  # noqa: BLE001
-            continue
-        p = pack_kernel(kernel, env, loops, target, warp_specialized)
-        vers = tuple(sorted(_versions(loops).items()))
-        fits = []
-        for t in check_targets:
-            b = targets_mod.budget(t)
-            fits.append((t, p.total_bytes is not None and b is not None and p.total_bytes <= b))
-        ksync, lsync = None, ()
-        t = targets_mod.get(target)
-        if t is not None and t.kind == "cuda":
-            ksync, lsync = kernel_sync(kernel, env, loops, target, warp_specialized, p)
-        out.append(SweepPoint(ns, vers, p.arena_bytes, p.static_bytes, tuple(fits),
-                              ksync, tuple(lsync),
-                              tuple(lr.depth if lr.pipelined else None for lr in loops)))
-    return out
 
 
 def _literal_num_stages(loops: Sequence[LoopResult]) -> List[Loop]:

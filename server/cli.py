@@ -627,8 +627,8 @@ def cmd_explain(args) -> int:
         return EXIT_ERROR
     configs = _load_configs(args)
     cfg = configs.for_path(path).with_overrides(**_overrides(args))
-    sweep = getattr(args, "sweep", None)
-    cost = getattr(args, "cost", False)
+    sweep = args.sweep
+    cost = args.cost
     outputs_json = []
     outputs_text = []
     for settings in cfg.settings_list(path, text):
@@ -648,15 +648,6 @@ def cmd_explain(args) -> int:
     else:
         sys.stdout.write("\n".join(outputs_text))
     return EXIT_OK
-
-
-def _packing_sweep():
-    try:
-        from tilelint.analysis import packing
-    except Exception:
-        return None
-    fn = getattr(packing, "sweep", None)
-    return fn if callable(fn) and hasattr(packing, "replan") else None
 
 
 @dataclass
@@ -686,7 +677,8 @@ def _sync_fields(ksync, lsyncs, depths=()) -> Dict[str, object]:
 
 def sweep_rows(text: str, path: str, settings, name: str, values: Sequence[int]) -> List[SweepRow]:
     """One row per kernel and value.  ``num_stages`` is forced on every pipelined
-    loop (packing.sweep_num_stages, warp specialization re-decided per value);
+    loop (the what-if engine, ``whatif.sweep_num_stages``: warp specialization is
+    re-decided per value);
     any other name is re-bound like ``--bind``.  Each row carries the sync counts
     (``__syncthreads``, cp.async commits, the wait_group list, mbarriers)."""
     import dataclasses
@@ -694,10 +686,10 @@ def sweep_rows(text: str, path: str, settings, name: str, values: Sequence[int])
     from tilelint.analysis import (
         analyze,
         frontend,
-        packing,
         pipeline,
         targets as targets_mod,
         values as values_mod,
+        whatif,
     )
 
     tinfo = targets_mod.get(settings.target)
@@ -710,7 +702,7 @@ def sweep_rows(text: str, path: str, settings, name: str, values: Sequence[int])
         for kernel in module.kernels:
             overrides = pipeline.kernel_overrides(kernel, settings)
             inst = values_mod.instances(module, kernel, overrides)[0]
-            points = packing.sweep_num_stages(kernel, inst.env, values, settings.target)
+            points = whatif.sweep_num_stages(kernel, inst.env, values, settings.target)
             for pt in points:
                 rows.append(SweepRow(kernel.name, pt.num_stages, pt.arena_bytes, pt.static_bytes,
                                      tuple(pt.versions), tuple(pt.fits),
@@ -949,12 +941,11 @@ def build_parser() -> argparse.ArgumentParser:
     pe.add_argument("file", metavar="FILE")
     _add_common(pe)
     pe.add_argument("--format", default="text", choices=("text", "json"))
-    if _packing_sweep() is not None:
-        pe.add_argument("--sweep", metavar="NAME=LO..HI",
-                        help="re-run the analysis for each value, e.g. num_stages=1..5")
-        pe.add_argument("--cost", action="store_true",
-                        help="add the shared-memory cost of each configuration and the "
-                             "sync cost model (a model, not a measurement)")
+    pe.add_argument("--sweep", metavar="NAME=LO..HI",
+                    help="re-run the analysis for each value, e.g. num_stages=1..5")
+    pe.add_argument("--cost", action="store_true",
+                    help="add the shared-memory cost of each configuration and the "
+                         "sync cost model (a model, not a measurement)")
     pe.set_defaults(func=cmd_explain)
 
     pr = sub.add_parser("rule", help="show the documentation of a rule")

@@ -323,8 +323,6 @@ def test_explain_text_and_json(in_repo, capsys):
 
 
 def test_explain_sweep(in_repo, capsys):
-    if cli._packing_sweep() is None:
-        pytest.skip("packing.sweep not available")
     rc, out, _ = run(capsys, "explain", "examples/gemm_clean.py", "--sweep", "num_stages=1..3",
                      "--cost", "--format", "json")
     assert rc == 0

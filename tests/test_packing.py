@@ -131,14 +131,3 @@ def test_tl203_near_budget():
     p = packing.pack_kernel(k, env, lrs, "sm_80", ws)
     assert p.arena_bytes == 163840
     assert [d.code for d in packing.overflow_diagnostics(k, env, lrs, p, "sm_80", ws)] == ["TL203"]
-
-
-def test_sweep_num_stages():
-    # GEMM 128x128x32 fp16: 16384 B per version pair -> ns versions (ns=1 tightened to 1);
-    # measured: ns1 16384, ns2 32768, ns3 49152, ns4 65536 on sm_80.
-    k, env, lrs, ws = analyse("gemm_ns3.py", "sm_80")
-    pts = packing.sweep(k, env, lambda ns: packing.replan(k, env, "sm_80", ws, ns),
-                        range(1, 5), "sm_80", ws)
-    assert [(p.num_stages, p.arena_bytes) for p in pts] == \
-        [(1, 16384), (2, 32768), (3, 49152), (4, 65536)]
-    assert all(dict(p.fits)["sm_80"] for p in pts)

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 from lsprotocol import types as lsp
 
 from . import convert, hover_text
-from .documents import Caches, analyze_text
 from .lazy import model
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -53,54 +52,37 @@ def loop_under(kr: KernelResult, line: int, col: int, attr: str) -> Optional[Loo
     return None
 
 
-def whatif_rows(lines: Sequence[str], path: str, settings: Settings, caches: Caches,
-                kernel_name: str, loop_line: int, span: Span,
-                selection=()) -> List[Tuple[int, Dict[str, object]]]:
-    """Re-analyse the file with ``num_stages`` set to 1…5 (worker thread)."""
-    rows = []
-    for ns in WHATIF_STAGES:
-        new_lines = list(lines)
-        if span.line != span.end_line:
-            first = new_lines[span.line - 1][:span.col] + f"num_stages={ns}"
-            last = new_lines[span.end_line - 1][span.end_col:]
-            new_lines[span.line - 1:span.end_line] = [first + last]
-        else:
-            ln = new_lines[span.line - 1]
-            new_lines[span.line - 1] = ln[:span.col] + f"num_stages={ns}" + ln[span.end_col:]
-        _, analysis = analyze_text("".join(new_lines), path, settings, caches, selection)
-        row: Dict[str, object] = {}
-        for kr in analysis.kernels:
-            if kr.kernel.name != kernel_name:
-                continue
-            for lr in kr.loops:
-                if lr.loop.span.line != loop_line:
-                    continue
-                if lr.pipelined:
-                    row["stage"] = ",".join(hover_text.int_text(s.stage) for s in lr.statements)
-                    row["order"] = ",".join(hover_text.int_text(s.order) for s in lr.statements)
-                    row["versions"] = ", ".join(f"{v.buffer}×{v.versions}" for v in lr.versions) or "—"
-                else:
-                    row["stage"] = row["order"] = "not pipelined"
-                if lr.sync is not None:
-                    s = lr.sync
-                    row["sync"] = f"sync×{s.syncthreads}" + (
-                        f", wait_group {list(s.cp_async_wait)}" if s.cp_async_wait else "")
-                row["bytes"] = kr.shared_total  # what the budget applies to (arena + static)
-            break
-        rows.append((ns, row))
-    return rows
-
-
-def _sweep_rows(kr: KernelResult, lr: LoopResult):
-    """Rows from the packing helper's ``packing.sweep`` when it is available."""
+def whatif_rows(module, kernel, config_label: Optional[str], settings: Settings, target: str,
+                loop_line: int) -> List[Tuple[int, Dict[str, object]]]:
+    """The hovered loop with ``num_stages`` set to 1…5, from the what-if engine
+    (``whatif.sweep_num_stages`` on the hovered instance; worker thread)."""
+    from tilelint.analysis import pipeline, values, whatif
+    if module is None:
+        return []
     try:
-        from tilelint.analysis import packing  # type: ignore[attr-defined]
-    except Exception:
-        return None
-    sweep = getattr(packing, "sweep", None)
-    if sweep is None:
-        return None
-    return None  # API not settled yet: the re-analysis fallback is used
+        (inst,) = values.instances(module, kernel, pipeline.kernel_overrides(kernel, settings),
+                                   select=config_label)[:1]
+        points = whatif.sweep_num_stages(kernel, inst.env, WHATIF_STAGES, target, loop_line)
+    except Exception:  # pragma: no cover - the engine never raises on bad code
+        log.exception("what-if of %s", kernel.name)
+        return []
+    rows = []
+    for pt in points:
+        lr, sync = pt.loop_at(loop_line)
+        row: Dict[str, object] = {}
+        if lr is not None:
+            if lr.pipelined:
+                row["stage"] = ",".join(hover_text.int_text(s.stage) for s in lr.statements)
+                row["order"] = ",".join(hover_text.int_text(s.order) for s in lr.statements)
+                row["versions"] = ", ".join(f"{v.buffer}×{v.versions}" for v in lr.versions) or "—"
+            else:
+                row["stage"] = row["order"] = "not pipelined"
+            if sync is not None:
+                row["sync"] = f"sync×{sync.syncthreads}" + (
+                    f", wait_group {list(sync.cp_async_wait)}" if sync.cp_async_wait else "")
+            row["bytes"] = pt.total_bytes  # what the budget applies to (arena + static)
+        rows.append((pt.num_stages, row))
+    return rows
 
 
 def _verified_for(doc, lines: Sequence[str]):
@@ -164,12 +146,9 @@ async def handler(ls, params: lsp.HoverParams) -> Optional[lsp.Hover]:
     lr = loop_under(kr, line, col, "num_stages_span")
     if lr is not None:
         span = lr.loop.num_stages_span
-        rows = _sweep_rows(kr, lr)
-        if rows is None:
-            loop = asyncio.get_running_loop()
-            rows = await loop.run_in_executor(
-                ls.executor, whatif_rows, list(lines), doc.path, ls.settings_for(doc),
-                ls.store.caches, kr.kernel.name, lr.loop.span.line, span, ls.selection_for(doc))
+        rows = await asyncio.get_running_loop().run_in_executor(
+            ls.executor, whatif_rows, analysis.module, kr.kernel, kr.config_label,
+            ls.settings_for(doc), analysis.target, lr.loop.span.line)
         text = hover_text.whatif_hover(lr, rows, kr.shared_budget)
     if text is None:
         lr = loop_under(kr, line, col, "iter_span")
