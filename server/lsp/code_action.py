@@ -74,8 +74,8 @@ def noqa_edit(lines: Sequence[str], line_idx: int, code: str, enc: str) -> Optio
     stripped = text.rstrip()
     sep = "  " if stripped else ""
     pos = lsp.Position(line=line_idx, character=convert.to_units(text, len(stripped), enc))
-    end = lsp.Position(line=line_idx, character=convert.to_units(text, len(text), enc))
-    return lsp.TextEdit(range=lsp.Range(start=pos, end=end), new_text=f"{sep}# noqa: {code}")
+    end_pos = lsp.Position(line=line_idx, character=convert.to_units(text, len(text), enc))
+    return lsp.TextEdit(range=lsp.Range(start=pos, end=end_pos), new_text=f"{sep}# noqa: {code}")
 
 
 def _scan(text: str) -> Tuple[Optional[int], bool]:
