@@ -463,8 +463,13 @@ class LoopResult:
     versions: Tuple[BufferVersion, ...] = ()
     manual: bool = False
     warp_specialized: bool = False
+    # CUDA sync of the loop as the compiler emits it: ``sync`` is one iteration of the
+    # generated (steady-state) loop; ``prologue_sync``/``epilogue_sync`` the unrolled
+    # steps before/after it (None: no such region).
     sync: Optional[LoopSync] = None
     note: str = ""  # why not pipelined, etc.
+    prologue_sync: Optional[LoopSync] = None
+    epilogue_sync: Optional[LoopSync] = None
 
 
 @dataclass(frozen=True)

@@ -132,11 +132,13 @@ def analyze_kernel(module: Module, kernel: Kernel, target: str, settings: Settin
         threads = None
         if tinfo is not None and tinfo.kind == "cuda" and kernel.dialect == "cuda":
             pack = packing.pack_kernel(kernel, env, loop_results, target, ws)
-            ksync, lsyncs = sync_cuda.kernel_sync(kernel, env, loop_results, target, ws,
-                                                  pack=pack)
+            ksync, regions = sync_cuda.kernel_sync_regions(kernel, env, loop_results, target, ws,
+                                                           pack=pack)
             if _sync_not_modelled(kernel) or _schedule_unknown(loop_results):
-                ksync, lsyncs = None, [None] * len(loop_results)
-            loop_results = [_replace(lr, sync=s) for lr, s in zip(loop_results, lsyncs, strict=False)]
+                ksync, regions = None, [sync_cuda.RegionSync(body=None)] * len(loop_results)
+            loop_results = [_replace(lr, sync=r.body, prologue_sync=r.prologue,
+                                     epilogue_sync=r.epilogue)
+                            for lr, r in zip(loop_results, regions, strict=False)]
             threads = sync_cuda.threads(kernel, env, ws)
             kdiags.extend(packing.overflow_diagnostics(kernel, env, loop_results, pack, target, ws))
         else:

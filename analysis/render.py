@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence
 
-from .model import Analysis, BufferInfo, Diagnostic, KernelResult, LoopResult
+from .model import Analysis, BufferInfo, Diagnostic, KernelResult, LoopResult, LoopSync
 
 SCHEMA = 1
 
@@ -31,8 +31,20 @@ def diagnostic_json(d: Diagnostic) -> Dict[str, object]:
     return out
 
 
+def loop_sync_json(sync: Optional[LoopSync]) -> Optional[Dict[str, object]]:
+    """One region of a loop's sync (an iteration of the generated loop, its prologue
+    or its epilogue)."""
+    if sync is None:
+        return None
+    return {
+        "syncthreads": sync.syncthreads,
+        "cp_async_commit": sync.cp_async_commit,
+        "cp_async_wait": list(sync.cp_async_wait),
+        "mbarrier_wait": sync.mbarrier_wait,
+    }
+
+
 def loop_json(lr: LoopResult) -> Dict[str, object]:
-    sync = lr.sync
     return {
         "line": lr.loop.span.line,
         "pipelined": lr.pipelined,
@@ -42,12 +54,11 @@ def loop_json(lr: LoopResult) -> Dict[str, object]:
             {"line": s.stmt.span.line, "stage": s.stage, "order": s.order}
             for s in lr.statements
         ],
-        "sync": None if sync is None else {
-            "syncthreads": sync.syncthreads,
-            "cp_async_commit": sync.cp_async_commit,
-            "cp_async_wait": list(sync.cp_async_wait),
-            "mbarrier_wait": sync.mbarrier_wait,
-        },
+        # sync: one iteration of the generated (steady-state) loop; the unrolled
+        # prologue and epilogue around it are given separately.
+        "sync": loop_sync_json(lr.sync),
+        "prologue_sync": loop_sync_json(lr.prologue_sync),
+        "epilogue_sync": loop_sync_json(lr.epilogue_sync),
     }
 
 
@@ -282,12 +293,10 @@ def explain_text(analysis: Analysis) -> str:
             if lr.versions:
                 out.append("    versions: " + ", ".join(
                     f"{v.buffer}×{v.versions or '?'}" for v in lr.versions))
-            if lr.sync is not None:
-                s = lr.sync
-                out.append(f"    sync in loop: __syncthreads×{s.syncthreads}"
-                           + (f", cp.async commit×{s.cp_async_commit}, wait_group{list(s.cp_async_wait)}"
-                              if s.cp_async_commit or s.cp_async_wait else "")
-                           + (f", mbarrier waits×{s.mbarrier_wait}" if s.mbarrier_wait else ""))
+            for what, s in (("prologue", lr.prologue_sync), ("per iteration", lr.sync),
+                            ("epilogue", lr.epilogue_sync)):
+                if s is not None:
+                    out.append(f"    sync {what}: {loop_sync_text(s)}")
         if kr.buffers:
             out.append(f"  shared memory: {shared_text(kr, target=analysis.target)}"
                        + (f"; arena without reuse {kr.no_reuse_bytes} B"
@@ -308,6 +317,14 @@ def explain_text(analysis: Analysis) -> str:
             # 1-based column, as ``tilelint check`` prints it.
             out.append(f"  {d.span.line}:{d.span.col + 1}: {d.code} [{d.severity}] {d.message}")
     return "\n".join(out) + "\n"
+
+
+def loop_sync_text(s: LoopSync) -> str:
+    """``__syncthreads×2, cp.async commit×1, wait_group[2]`` for one region of a loop."""
+    return (f"__syncthreads×{s.syncthreads}"
+            + (f", cp.async commit×{s.cp_async_commit}" if s.cp_async_commit else "")
+            + (f", wait_group{list(s.cp_async_wait)}" if s.cp_async_wait else "")
+            + (f", mbarrier waits×{s.mbarrier_wait}" if s.mbarrier_wait else ""))
 
 
 def ascend_schedule_rows(asc) -> List[List[str]]:

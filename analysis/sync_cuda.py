@@ -120,9 +120,17 @@ def threads(kernel: Kernel, env, warp_specialized: bool) -> Optional[int]:
 def ws_barriers(kernel: Kernel, env, loops: Sequence[LoopResult], target: str,
                 warp_specialized: bool) -> Tuple[int, int]:
     """(mbarrier count, mbarrier wait sites) on the warp-specialized path, else (0, 0)."""
+    count, per_iteration, before = _ws_barriers(kernel, env, loops, warp_specialized)
+    return count, per_iteration + before
+
+
+def _ws_barriers(kernel: Kernel, env, loops: Sequence[LoopResult],
+                 warp_specialized: bool) -> Tuple[int, int, int]:
+    """(mbarrier count, wait sites in one iteration of the producer and consumer
+    loops together, wait sites before them for the TMA copies ahead of the loop)."""
     if not warp_specialized:
-        return 0, 0
-    count = waits = 0
+        return 0, 0, 0
+    count = waits = prelude = 0
     shared = _shared_names(kernel)
     body = list(kernel.body)
     for i, top in enumerate(body):
@@ -163,9 +171,9 @@ def ws_barriers(kernel: Kernel, env, loops: Sequence[LoopResult], target: str,
                 if any(dst & _rw(c, shared)[0] for c in consumers):
                     prelude += 1
         count += 2 * groups * ns + prelude
-        waits += 2 * groups + prelude
+        waits += 2 * groups
         break  # the pass specializes the first eligible loop only
-    return count, waits
+    return count, waits, prelude
 
 
 # --------------------------------------------------------------------------
@@ -457,11 +465,34 @@ def _layout_for(kernel: Kernel, env, loops, pack) -> _Layout:
     return _Layout(kernel, env, pack, versions)
 
 
+@dataclass(frozen=True)
+class RegionSync:
+    """The sync of one pipelined loop, split where the compiler's code splits it:
+    ``prologue`` (the unrolled steps before the generated loop), ``body`` (one
+    iteration of the generated, steady-state loop) and ``epilogue`` (the unrolled
+    steps after it).  ``prologue``/``epilogue`` are None where the loop has none (not
+    pipelined, or warp-specialized without copies before the loop)."""
+
+    prologue: Optional[LoopSync] = None
+    body: LoopSync = LoopSync()
+    epilogue: Optional[LoopSync] = None
+
+
+def _section_sync(events: Sequence[Event], section: str) -> LoopSync:
+    """The sync calls among ``events`` that the tracer placed in ``section``."""
+    evs = [e for e in events if e.section == section]
+    return LoopSync(syncthreads=sum(1 for e in evs if e.kind == "sync"),
+                    cp_async_commit=sum(1 for e in evs if e.kind == "commit"),
+                    cp_async_wait=tuple(e.n for e in evs if e.kind == "wait"))
+
+
 def trace(kernel: Kernel, env, loops: Sequence[LoopResult], target: str,
-          warp_specialized: bool = False, pack=None) -> Tuple[List[Event], List[LoopSync]]:
+          warp_specialized: bool = False, pack=None) -> Tuple[List[Event], List[RegionSync]]:
     """The emitted statements and sync calls of the whole kernel (cp.async path) and a
-    LoopSync per entry of ``loops``.  ``pack``: ``packing.pack_kernel``'s result for
-    these loops (None: no arena layout, so no conflict between buffers is seen)."""
+    RegionSync per entry of ``loops``.  ``pack``: ``packing.pack_kernel``'s result for
+    these loops (None: no arena layout, so no conflict between buffers is seen).  A
+    sync the compiler puts before the whole pipeline (for the code before it) is in
+    none of the loop's regions; it counts in the kernel's total."""
     layout = _layout_for(kernel, env, loops, pack)
     tr = _Tracer(kernel, layout)
     per_loop: Dict[int, LoopSync] = {}
@@ -475,10 +506,12 @@ def trace(kernel: Kernel, env, loops: Sequence[LoopResult], target: str,
             not lr.warp_specialized else None
         if sched is not None:
             n0 = len(tr.events)
-            commits, waits = tr.pipelined(sched, li, layout.versions)
-            in_loop = sum(1 for e in tr.events[n0:] if e.kind == "sync" and e.section == BODY)
-            per_loop[li] = LoopSync(syncthreads=in_loop, cp_async_commit=commits,
-                                    cp_async_wait=tuple(waits))
+            tr.pipelined(sched, li, layout.versions)
+            region = tr.events[n0:]
+            per_loop[li] = RegionSync(
+                prologue=_section_sync(region, PROLOGUE),
+                body=_section_sync(region, BODY),
+                epilogue=_section_sync(region, EPILOGUE))
             return
         if s.loop is not None and s.kind != "parallel" and s.loop.kind not in ("parallel", "vectorized") \
                 and any(_rw(c, tr.shared)[0] | _rw(c, tr.shared)[1] for c in s.loop.body):
@@ -487,8 +520,8 @@ def trace(kernel: Kernel, env, loops: Sequence[LoopResult], target: str,
                 visit(c)
             tr._close_loop(start, "pre", li)
             if li >= 0:
-                per_loop[li] = LoopSync(syncthreads=sum(
-                    1 for e in tr.events[start:] if e.kind == "sync"))
+                per_loop[li] = RegionSync(body=LoopSync(syncthreads=sum(
+                    1 for e in tr.events[start:] if e.kind == "sync")))
             return
         if s.loop is None and s.children and any(
                 x.loop is not None and x.loop.kind == "pipelined" for x in walk_bodies(s.children)):
@@ -502,27 +535,36 @@ def trace(kernel: Kernel, env, loops: Sequence[LoopResult], target: str,
 
     for s in kernel.body:
         visit(s)
-    out = [per_loop.get(i, LoopSync()) for i in range(len(loops))]
+    out = [per_loop.get(i, RegionSync()) for i in range(len(loops))]
     return tr.events, out
 
 
 def kernel_sync(kernel: Kernel, env, loops: Sequence[LoopResult], target: str,
                 warp_specialized: bool, pack) -> Tuple[KernelSync, Tuple[LoopSync, ...]]:
-    """Kernel-wide and per-loop sync counts.  ``pack`` is ``packing.pack_kernel``'s
-    result for the same kernel and loops (the arena layout decides which buffers
-    share bytes).  Never raises."""
+    """Kernel-wide sync counts and, per loop, what one iteration of its generated
+    (steady-state) loop executes.  ``pack`` is ``packing.pack_kernel``'s result for
+    the same kernel and loops (the arena layout decides which buffers share bytes).
+    Never raises."""
+    ks, regions = kernel_sync_regions(kernel, env, loops, target, warp_specialized, pack)
+    return ks, tuple(r.body for r in regions)
+
+
+def kernel_sync_regions(kernel: Kernel, env, loops: Sequence[LoopResult], target: str,
+                        warp_specialized: bool, pack) -> Tuple[KernelSync, Tuple[RegionSync, ...]]:
+    """Kernel-wide sync counts and one RegionSync (prologue, one steady-state
+    iteration, epilogue) per loop.  Never raises."""
     try:
         return _kernel_sync(kernel, env, loops, target, warp_specialized, pack)
     except Exception:  # noqa: BLE001
-        return KernelSync(), tuple(LoopSync() for _ in loops)
+        return KernelSync(), tuple(RegionSync() for _ in loops)
 
 
 def _kernel_sync(kernel, env, loops, target, warp_specialized, pack):
     t = targets_mod.get(target)
     if t is None or t.kind != "cuda":
-        return KernelSync(), tuple(LoopSync() for _ in loops)
+        return KernelSync(), tuple(RegionSync() for _ in loops)
     if warp_specialized:
-        count, waits = ws_barriers(kernel, env, loops, target, True)
+        count, waits, before = _ws_barriers(kernel, env, loops, True)
         shared = _shared_names(kernel)
         extra = 0
         for s in kernel.body:
@@ -546,10 +588,12 @@ def _kernel_sync(kernel, env, loops, target, warp_specialized, pack):
         given = False
         for lr in loops:
             if _is_ws_loop(lr) and not given:
-                lsyncs.append(LoopSync(mbarrier_wait=waits))
+                lsyncs.append(RegionSync(
+                    prologue=LoopSync(mbarrier_wait=before) if before else None,
+                    body=LoopSync(mbarrier_wait=waits)))
                 given = True
             else:
-                lsyncs.append(LoopSync())
+                lsyncs.append(RegionSync())
         return KernelSync(syncthreads=1 + extra, mbarriers=count), tuple(lsyncs)
     events, lsyncs = trace(kernel, env, loops, target, False, pack)
     ks = KernelSync(

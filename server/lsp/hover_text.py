@@ -51,18 +51,28 @@ def _versions(lr: LoopResult) -> Dict[str, int]:
     return {v.buffer: v.versions for v in lr.versions}
 
 
+def _sync_parts(s) -> str:
+    parts = [f"`__syncthreads()` ×{s.syncthreads}"]
+    if s.cp_async_commit:
+        parts.append(f"`cp.async` commit ×{s.cp_async_commit}")
+    if s.cp_async_wait:
+        parts.append("`cp.async.wait_group` " + ", ".join(str(n) for n in s.cp_async_wait))
+    if s.mbarrier_wait:
+        parts.append(f"mbarrier waits ×{s.mbarrier_wait}")
+    return ", ".join(parts)
+
+
 def sync_summary(lr: LoopResult) -> str:
+    """The loop's sync per iteration of the generated loop, then what the unrolled
+    prologue and epilogue around it execute once each."""
     s = lr.sync
     if s is None:
         return ""
-    parts = [f"`__syncthreads()` ×{s.syncthreads}"]
-    if s.cp_async_commit or s.cp_async_wait:
-        parts.append(f"`cp.async` commit ×{s.cp_async_commit}")
-        if s.cp_async_wait:
-            parts.append("`cp.async.wait_group` " + ", ".join(str(n) for n in s.cp_async_wait))
-    if s.mbarrier_wait:
-        parts.append(f"mbarrier waits ×{s.mbarrier_wait}")
-    return "sync in the loop body: " + ", ".join(parts)
+    out = "sync per iteration: " + _sync_parts(s)
+    for what, region in (("prologue", lr.prologue_sync), ("epilogue", lr.epilogue_sync)):
+        if region is not None:
+            out += f"; {what}: " + _sync_parts(region)
+    return out
 
 
 def sync_preview(kr: "KernelResult", lr: "LoopResult", target: str = "sm_80") -> Optional[str]:
@@ -230,7 +240,8 @@ def whatif_hover(lr: LoopResult, rows: Sequence[Tuple[int, Dict[str, object]]],
     "bytes": int|None, "sync": str, "note": str})."""
     out = [f"**`num_stages`** = {lr.num_stages if lr.num_stages is not None else '?'}"
            + (f" (pipeline depth {lr.depth})" if lr.depth is not None else "")]
-    header = ["num_stages", "stage", "order", "versions", "shared memory", "fits", "sync in loop"]
+    header = ["num_stages", "stage", "order", "versions", "shared memory", "fits",
+              "sync per iteration"]
     table = []
     for ns, r in rows:
         b = r.get("bytes")

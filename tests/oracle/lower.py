@@ -306,6 +306,25 @@ def line_key_index(env, loops):
     return out
 
 
+def last_line_in(env, loop):
+    """The last source line of ``loop`` (the largest span line of its statements in the
+    loop's own file): with the loop's line, the range that tells the pipelined loop's
+    code from the kernel's other code in the final IR."""
+    line, fname = env.span(loop)
+    last = line
+
+    def visit(node):
+        nonlocal last
+        if isinstance(node, env.tirx.Stmt):
+            ln, fn = env.span(node)
+            if ln is not None and fn == fname and (last is None or ln > last):
+                last = ln
+        return True
+
+    env.tirx.stmt_functor.pre_order_visit(loop.body, visit)
+    return last
+
+
 def extract_loops(env, pf, planned_mod, ws_mod, ws_flag):
     user_loops = [lp for lp in env.preorder(pf.body, env.tirx.For)
                   if any(ann_get(lp, k) is not None for k in USER_PIPELINE_KEYS)]
@@ -338,6 +357,7 @@ def extract_loops(env, pf, planned_mod, ws_mod, ws_flag):
             "statements": [],
             "ws": None,
         }
+        entry["end_line"] = last_line_in(env, lp)
         # The same loop after PipelinePlanning: the pipelined loop on the same line (k-th
         # pipelined loop on that line; falls back to the k-th loop on that line).
         cands = planned_by_line.get(line, [])
@@ -553,6 +573,112 @@ def storage_syncs_in(env, stmt):
     return count
 
 
+REGION_KEYS = ("syncthreads", "sync_partial", "cp_async_commit", "cp_async_wait", "mbarrier_wait")
+
+
+def sync_calls_in(env, stmts):
+    """Sync calls of the final device IR inside ``stmts``, counted like the source:
+    ``tvm_storage_sync("shared")`` is one ``__syncthreads()`` (with a barrier id and
+    a thread count it is a partial sync), ``ptx_commit_group`` one commit,
+    ``ptx_wait_group(N)`` one ``cp_async_wait<N>``, any ``*barrier_wait*`` call one
+    mbarrier wait."""
+    tirx = env.tirx
+    out = {"syncthreads": 0, "sync_partial": 0, "cp_async_commit": 0, "cp_async_wait": [],
+           "mbarrier_wait": 0}
+
+    def visit(node):
+        if isinstance(node, tirx.Call):
+            op = str(getattr(node.op, "name", ""))
+            if op == "tirx.tvm_storage_sync":
+                if node.args and str(getattr(node.args[0], "value", "")).startswith("shared"):
+                    out["syncthreads" if len(node.args) == 1 else "sync_partial"] += 1
+            elif op.endswith("ptx_commit_group"):
+                out["cp_async_commit"] += 1
+            elif op.endswith("ptx_wait_group"):
+                out["cp_async_wait"].append(as_int(node.args[0]) if node.args else None)
+            elif "barrier_wait" in op:
+                out["mbarrier_wait"] += 1
+        return True
+
+    for st in stmts:
+        tirx.stmt_functor.pre_order_visit(st, visit)
+    return out
+
+
+def _reaches(env, node, target):
+    """``target`` is ``node`` or sits under single-body wrappers of ``node``."""
+    tirx = env.tirx
+    while node is not None:
+        if node.same_as(target):
+            return True
+        if isinstance(node, (tirx.For, tirx.SeqStmt, tirx.IfThenElse)):
+            return False
+        node = getattr(node, "body", None)
+    return False
+
+
+def pipeline_regions(env, funcs, loop, first, last, kernel_file):
+    """(prologue statements, epilogue statements) of the pipelined loop whose emitted
+    steady-state ``For`` is ``loop``.  InjectSoftwarePipeline puts the prologue right
+    before that loop and the epilogue right after it, in the same sequence.  A sibling
+    belongs to the pipeline when one of its statements has a span in the user's loop
+    (lines ``first``..``last`` of the kernel's file); one with a span elsewhere in that
+    file is the kernel's own code and ends the region; a sibling without such spans
+    (a sync call, a gemm expanded from the library) is kept inside the region, but sync
+    calls at its outer edges are not the pipeline's (ThreadSync puts them there for
+    the code around it).  Returns None when the loop is not found in a sequence."""
+    tirx = env.tirx
+    parent = idx = None
+    for f in funcs:
+        for seq in env.preorder(f.body, tirx.SeqStmt):
+            for i, child in enumerate(seq.seq):
+                if _reaches(env, child, loop):
+                    parent, idx = seq, i
+                    break
+            if parent is not None:
+                break
+        if parent is not None:
+            break
+    if parent is None:
+        return None
+
+    def kind(st):
+        member = foreign = False
+
+        def visit(node):
+            nonlocal member, foreign
+            if isinstance(node, tirx.Stmt):
+                ln, fn = env.span(node)
+                if ln is not None and (not kernel_file or not fn or
+                                       os.path.abspath(fn) == os.path.abspath(kernel_file)):
+                    if first <= ln <= last:
+                        member = True
+                    else:
+                        foreign = True
+            return True
+
+        tirx.stmt_functor.pre_order_visit(st, visit)
+        return "member" if member else ("foreign" if foreign else "neutral")
+
+    seq = list(parent.seq)
+    before = []
+    for st in reversed(seq[:idx]):
+        if kind(st) == "foreign":
+            break
+        before.insert(0, st)
+    while before and kind(before[0]) == "neutral":
+        before.pop(0)
+    after = []
+    for st in seq[idx + 1:]:
+        if kind(st) == "foreign":
+            break
+        after.append(st)
+    while after and isinstance(after[-1], tirx.Evaluate) and kind(after[-1]) == "neutral" \
+            and storage_syncs_in(env, after[-1]):
+        after.pop()
+    return before, after
+
+
 def extract_sync(env, art, loops, kernel_file):
     src = art.kernel_source or ""
     res = {
@@ -564,6 +690,7 @@ def extract_sync(env, art, loops, kernel_file):
         "cp_async_wait": [int(x) for x in RE_CP_WAIT.findall(src)],
         "mbarriers": 0,
         "mbarrier_wait": len(RE_MBAR_WAIT.findall(src)),
+        "regions": [],
     }
     for m in RE_STATIC_SHARED.finditer(src):
         if m.group(1) == "uint64_t":
@@ -581,6 +708,7 @@ def extract_sync(env, art, loops, kernel_file):
         if not entry.get("pipelined"):
             res["syncthreads_in_loop"].append(None)
             res["sync_partial_in_loop"].append(None)
+            res["regions"].append(None)
             continue
         best = None
         for idx, lp in enumerate(all_fors):
@@ -596,8 +724,19 @@ def extract_sync(env, art, loops, kernel_file):
         if best is None:
             res["syncthreads_in_loop"].append(None)
             res["sync_partial_in_loop"].append(None)
+            res["regions"].append(None)
             continue
         ir_count = storage_syncs_in(env, all_fors[best].body)
+        regions = pipeline_regions(env, [f for _, f in dev], all_fors[best], entry["line"],
+                                   entry.get("end_line") or entry["line"], kernel_file)
+        if regions is None:
+            res["regions"].append(None)
+        else:
+            res["regions"].append({
+                "prologue": sync_calls_in(env, regions[0]),
+                "body": sync_calls_in(env, [all_fors[best].body]),
+                "epilogue": sync_calls_in(env, regions[1]),
+            })
         src_count = partial = None
         if aligned:
             m = src_fors[best]
