@@ -24,9 +24,12 @@ import dataclasses
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 
 from lsprotocol import types as lsp
+
+if TYPE_CHECKING:  # the worker's module is imported when first needed
+    from tilelint.server.verify import VerifyWorker
 
 from . import settings as settings_mod
 
@@ -62,7 +65,7 @@ class CompilerVerifier:
     def __init__(self, server) -> None:
         self.server = server
         self._executor: Optional[ThreadPoolExecutor] = None
-        self._worker = None
+        self._worker: Optional[VerifyWorker] = None
         self._lock = threading.Lock()
         self.tasks: Dict[str, asyncio.Task] = {}
         self.pending: Dict[str, Tuple[Any, str]] = {}  # uri -> (doc, source) to verify next

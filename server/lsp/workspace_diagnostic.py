@@ -57,7 +57,7 @@ def workspace_files(ls) -> Iterator[str]:
 async def handler(ls, params: lsp.WorkspaceDiagnosticParams) -> lsp.WorkspaceDiagnosticReport:
     previous: Dict[str, str] = {p.uri: p.value for p in params.previous_result_ids or []}
     token = params.work_done_token
-    items: List[object] = []
+    items: List[lsp.WorkspaceDocumentDiagnosticReport] = []
     open_docs = list(ls.store.docs.values())
     seen = {d.uri for d in open_docs}
     files = [p for p in workspace_files(ls) if from_fs_path(p) not in seen]
