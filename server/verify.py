@@ -176,12 +176,19 @@ class VerifyWorker:
         self.missing = False
         return None
 
+    def _send(self, line: bytes) -> None:
+        """Write one request line to the worker (started with stdin=PIPE)."""
+        proc = self._proc
+        if proc is None or proc.stdin is None:
+            raise OSError("the compiler process is not running")
+        proc.stdin.write(line)
+        proc.stdin.flush()
+
     def close(self) -> None:
         with self._lock:
             if self._proc is not None and self._proc.poll() is None:
                 try:
-                    self._proc.stdin.write(b'{"op": "exit"}\n')
-                    self._proc.stdin.flush()
+                    self._send(b'{"op": "exit"}\n')
                     self._proc.wait(timeout=5)
                 except (OSError, subprocess.TimeoutExpired, ValueError):
                     pass
@@ -248,8 +255,7 @@ class VerifyWorker:
             req = dict(req, id=self._serial)
             req.setdefault("timeout", self.timeout)
             try:
-                self._proc.stdin.write((json.dumps(req) + "\n").encode())
-                self._proc.stdin.flush()
+                self._send((json.dumps(req) + "\n").encode())
             except (OSError, ValueError):
                 self._kill()
                 self.restarts += 1
