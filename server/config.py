@@ -51,7 +51,7 @@ import re
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from tilelint.analysis import Settings, directives as directives_mod, targets as targets_mod
 
@@ -370,7 +370,7 @@ class Config:
                        all_bindings: Optional[bool] = None) -> "Config":
         """Command-line options on top of the file: ``targets``/``select``
         replace, ``ignore``/``exclude``/``bindings`` add (later wins)."""
-        changes: Dict[str, object] = {}
+        changes: Dict[str, Any] = {}  # field -> new value (fields differ in type)
         if targets:
             changes["targets"] = tuple(dict.fromkeys(check_target(t, "--target") for t in targets))
             changes["targets_origin"] = "cli"
@@ -693,7 +693,8 @@ def _overlay_one(cfg: Config, key: str, value: object) -> Config:
                        kernel_bindings=tuple((k, tuple(t.items())) for k, t in tables.items()))
     field_name = {"all-bindings": "all_bindings", "inlay-hints": "inlay_hints",
                   "verify": "verify"}[key]
-    return replace(cfg, **{field_name: _check_bool(value, key)})
+    flag: Dict[str, Any] = {field_name: _check_bool(value, key)}
+    return replace(cfg, **flag)
 
 
 def _read_toml(path: Path) -> Dict[str, object]:
