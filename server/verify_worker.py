@@ -44,7 +44,7 @@ import sys
 import time
 import traceback
 import types
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 # Passes whose output the worker reads.
 PASS_WS = "tl.ProducerConsumerWarpSpecialized"
@@ -187,7 +187,8 @@ def ints(arr) -> Optional[List[int]]:
         vals = [to_int(x) for x in arr]
     except TypeError:
         return None
-    return vals if all(v is not None for v in vals) else None
+    known = [v for v in vals if v is not None]
+    return known if len(known) == len(vals) else None
 
 
 def ann(loop, key):
@@ -275,7 +276,7 @@ def loop_facts(c: Compiler, pf, planned, ws_mod, ws_applied) -> List[dict]:
         ln = c.line(lp)[0]
         k = rank.get(ln, 0)
         rank[ln] = k + 1
-        item = {"line": ln, "num_stages": to_int(ann(lp, "num_stages")),
+        item: Dict[str, Any] = {"line": ln, "num_stages": to_int(ann(lp, "num_stages")),
                 "user_order": ints(ann(lp, "tl_pipeline_order")),
                 "user_stage": ints(ann(lp, "tl_pipeline_stage")),
                 "pipelined": False, "stage": None, "order": None, "depth": None,
@@ -292,7 +293,7 @@ def loop_facts(c: Compiler, pf, planned, ws_mod, ws_applied) -> List[dict]:
             if depth is None and item["stage"]:
                 depth = max(item["stage"]) + 1
             item["depth"] = depth
-            stmts = []
+            stmts: List[Any] = []
 
             def flat(s, out):
                 if isinstance(s, tirx.SeqStmt):
@@ -342,7 +343,7 @@ def version_facts(c: Compiler, pf, inject) -> Optional[Dict[str, int]]:
 
 
 def shared_facts(c: Compiler, art, merged) -> dict:
-    res = {"bytes": None, "offsets": {}, "static_bytes": 0}
+    res: Dict[str, Any] = {"bytes": None, "offsets": {}, "static_bytes": 0}
     for f in c.device_funcs(merged):
         arena = None
         single = []
@@ -405,7 +406,7 @@ def sync_facts(c: Compiler, art, loops: List[dict], path: str) -> Tuple[dict, Li
     """Sync counts of the generated CUDA, and the real sync code around each
     pipelined loop (for a hover "compiler output")."""
     src = art.kernel_source or ""
-    res = {
+    res: Dict[str, Any] = {
         "syncthreads": src.count("__syncthreads()"),
         "cp_async_commit": len(re.findall(r"\bcp_async_commit\(\)", src)),
         "cp_async_wait": [int(x) for x in re.findall(r"\bcp_async_wait<\s*(\d+)\s*>\(\)", src)],
@@ -413,7 +414,7 @@ def sync_facts(c: Compiler, art, loops: List[dict], path: str) -> Tuple[dict, Li
         "mbarrier_wait": len(re.findall(r"\]\.wait\(|\bmbarrier_wait(?:_parity)?\(", src)),
         "syncthreads_in_loop": [],
     }
-    fors = []
+    fors: List[Any] = []
     for f in c.device_funcs(art.device_mod):
         fors.extend(lp for lp in c.walk(f.body, c.tirx.For) if int(lp.kind) != 2)  # not vectorized
     c_fors = list(C_FOR.finditer(src))
@@ -459,10 +460,10 @@ def excerpt(lines: List[str], first: int, last: int, limit: int = 40) -> str:
     for i in range(first, min(last, len(lines) - 1) + 1):
         if SYNC_LINE.search(lines[i]):
             keep.update((i - 1, i, i + 1))
-    keep = sorted(i for i in keep if first <= i <= last and i < len(lines))
+    ordered = sorted(i for i in keep if first <= i <= last and i < len(lines))
     out: List[str] = []
     prev = None
-    for i in keep:
+    for i in ordered:
         if prev is not None and i > prev + 1:
             out.append("    ...")
         out.append(lines[i].rstrip())
@@ -635,7 +636,7 @@ def lowering_only_compile() -> None:
     import importlib
 
     import tilelang
-    tjit = importlib.import_module("tilelang.jit")  # ``tilelang.jit`` the attribute is the decorator
+    tjit: Any = importlib.import_module("tilelang.jit")  # ``tilelang.jit`` the attribute is the decorator
 
     def compile_(func=None, *args, **kwargs):
         return LoweredOnly(func, kwargs.get("pass_configs"))
@@ -833,7 +834,8 @@ def serve(c: Compiler, req: dict) -> dict:
         with open(path, encoding="utf-8-sig") as fh:
             source = fh.read()
     target = str(req.get("target") or "sm_80")
-    result = {"path": path, "target": target, "import_error": None, "kernels": {}, "notes": []}
+    result: Dict[str, Any] = {"path": path, "target": target, "import_error": None, "kernels": {},
+                              "notes": []}
     try:
         lowering_only_compile()
     except Exception as exc:  # an unexpected tilelang layout: jit kernels then compile as usual
