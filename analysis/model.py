@@ -470,6 +470,9 @@ class LoopResult:
     note: str = ""  # why not pipelined, etc.
     prologue_sync: Optional[LoopSync] = None
     epilogue_sync: Optional[LoopSync] = None
+    # The compiler tries to pipeline the loop and rejects its schedule (a TL1xx
+    # error says why): the kernel does not lower.
+    rejected: bool = False
 
 
 @dataclass(frozen=True)

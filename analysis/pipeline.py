@@ -76,6 +76,19 @@ def kernel_overrides(kernel: Kernel, settings: Settings) -> Dict[str, object]:
     return out
 
 
+def _attempted(lr: LoopResult, diags: Sequence[Diagnostic]) -> LoopResult:
+    """A loop whose schedule the compiler rejects (an error among ``diags``: a
+    duplicate order, a length mismatch, ...) is still one it tries to pipeline:
+    ``pipelined`` stays true and the note says why lowering fails.  The kernel
+    then emits no code, so no sync is claimed for it."""
+    errors = [d for d in diags if d.severity == "error"]
+    if not errors:
+        return lr
+    d = errors[0]
+    return _replace(lr, pipelined=True, rejected=True,
+                    note=f"pipelining fails ({d.code}): {d.message}")
+
+
 def _schedule_unknown(loop_results: Sequence[LoopResult]) -> bool:
     """A pipelined loop whose stages are not known: the sync the compiler
     inserts is not known either, so none is claimed."""
@@ -122,9 +135,10 @@ def analyze_kernel(module: Module, kernel: Kernel, target: str, settings: Settin
                                         ws_fallback=ws_mode == "fallback")
             if lr.pipelined:
                 lr = _replace(lr, versions=versions.compute_versions(lr, allocs, env))
-            loop_results.append(lr)
-            kdiags.extend(rules.planning_diagnostic(e) for e in ld)
-            kdiags.extend(rules.validate_loop(lr, allocs, target, env, source))
+            ldiags = [rules.planning_diagnostic(e) for e in ld]
+            ldiags += rules.validate_loop(lr, allocs, target, env, source)
+            loop_results.append(_attempted(lr, ldiags))
+            kdiags.extend(ldiags)
         if ws_mode == "fallback":
             kdiags.extend(_ws_fallback(kernel, loop_results, env))
         pack = None
@@ -134,7 +148,8 @@ def analyze_kernel(module: Module, kernel: Kernel, target: str, settings: Settin
             pack = packing.pack_kernel(kernel, env, loop_results, target, ws)
             ksync, regions = sync_cuda.kernel_sync_regions(kernel, env, loop_results, target, ws,
                                                            pack=pack)
-            if _sync_not_modelled(kernel) or _schedule_unknown(loop_results):
+            if _sync_not_modelled(kernel) or _schedule_unknown(loop_results) or \
+                    any(lr.rejected for lr in loop_results):
                 ksync, regions = None, [sync_cuda.RegionSync(body=None)] * len(loop_results)
             loop_results = [_replace(lr, sync=r.body, prologue_sync=r.prologue,
                                      epilogue_sync=r.epilogue)
