@@ -80,11 +80,8 @@ def sync_preview(kr: "KernelResult", lr: "LoopResult", target: str = "sm_80") ->
     if not lr.pipelined or kr.kernel.dialect != "cuda":
         return None
     try:
-        from tilelint.analysis import sync_cuda  # type: ignore[attr-defined]
-        fn = getattr(sync_cuda, "render_preview", None)
-        if fn is None:
-            return None
-        text = fn(kr.kernel, lr, target=target)
+        from tilelint.analysis import sync_cuda
+        text = sync_cuda.render_preview(kr.kernel, lr, target=target)
     except Exception:
         return None
     return str(text) if text else None
@@ -94,6 +91,7 @@ def ascend_loop_hover(kr: "KernelResult", lr: "LoopResult") -> str:
     """An Ascend loop: the auto-scheduler's task order, versions, flags and
     the Ascend C sync the compiler emits."""
     asc = kr.ascend
+    assert asc is not None  # loop_hover calls this only with an Ascend result
     loop = lr.loop
     out: List[str] = [f"**`T.Pipelined` loop over `{loop.var}` (Ascend)**"
                       + (f" — num_stages = {lr.num_stages}" if lr.num_stages is not None else "")]
@@ -245,7 +243,7 @@ def whatif_hover(lr: LoopResult, rows: Sequence[Tuple[int, Dict[str, object]]],
     table = []
     for ns, r in rows:
         b = r.get("bytes")
-        fits = "—" if b is None or not budget else ("yes" if b <= budget else "**no**")
+        fits = "—" if not isinstance(b, int) or not budget else ("yes" if b <= budget else "**no**")
         mark = " ◀" if ns == lr.num_stages else ""
         table.append([f"{ns}{mark}", str(r.get("stage", "—")), str(r.get("order", "—")),
                       str(r.get("versions", "—")),
