@@ -135,6 +135,8 @@ class IdleCollector:
 
 
 class TilelintServer(LanguageServer):
+    protocol: TilelintProtocol  # protocol_cls below
+
     def __init__(self) -> None:
         super().__init__("tilelint", VERSION, protocol_cls=TilelintProtocol,
                          text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental,
@@ -233,6 +235,7 @@ class TilelintServer(LanguageServer):
         from . import stdio
         kind, value = item
         writer = self.protocol.writer
+        assert writer is not None  # start_io set it before reading
         if kind == "eof":
             if value:
                 log.error("%s", value)
@@ -248,6 +251,7 @@ class TilelintServer(LanguageServer):
             log.error("bad message: %s", err[err.find(b"{"):].decode("utf-8", "replace")[:300])
             writer.write(err)
             return
+        assert data is not None  # decode gives the message or the error frame
         try:
             message = self.protocol.structure_message(data)
         except Exception as exc:
