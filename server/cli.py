@@ -19,7 +19,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from .config import (
     Config,
@@ -31,6 +31,9 @@ from .config import (
     compile_pattern,
     read_ignore_file,
 )
+
+if TYPE_CHECKING:  # the analysis is imported when a command needs it
+    from tilelint.analysis.model import KernelSync, LoopSync
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -419,7 +422,8 @@ def _codes_arg(values: Sequence[str], flag: str) -> List[str]:
         raise UsageError(str(exc)) from None
 
 
-def _overrides(args) -> Dict[str, object]:
+def _overrides(args: argparse.Namespace) -> Dict[str, Any]:
+    """Config.with_overrides' keyword arguments from the command line."""
     targets = _split_list(args.target) + _split_list(args.targets)
     for t in targets:
         try:
@@ -643,8 +647,8 @@ def cmd_explain(args) -> int:
             if sweep or cost:
                 outputs_text.append(_sweep_text(text, path, settings, sweep, cost))
     if args.format == "json":
-        doc = outputs_json[0] if len(outputs_json) == 1 else outputs_json
-        sys.stdout.write(_json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        payload = outputs_json[0] if len(outputs_json) == 1 else outputs_json
+        sys.stdout.write(_json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     else:
         sys.stdout.write("\n".join(outputs_text))
     return EXIT_OK
@@ -667,7 +671,9 @@ class SweepRow:
     depths: Tuple[Optional[int], ...] = ()
 
 
-def _sync_fields(ksync, lsyncs, depths=()) -> Dict[str, object]:
+def _sync_fields(ksync: Optional[KernelSync], lsyncs: Sequence[LoopSync],
+                 depths: Sequence[Optional[int]] = ()) -> Dict[str, Any]:
+    """SweepRow's sync fields (keyword arguments of several types)."""
     if ksync is None:
         return {}
     return dict(syncthreads=ksync.syncthreads, cp_async_commit=ksync.cp_async_commit,
