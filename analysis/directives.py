@@ -145,6 +145,30 @@ def _archs_in(value: str) -> List[str]:
     return [m.group(1)] if m else []
 
 
+# A noqa comment at the end of a line, bare (every code) or with a list of
+# codes after a colon: the one spelling that the analysis reads
+# (``pipeline.noqa_map``) and that the editor's quick fix extends
+# (``server/lsp/code_action.py``).
+NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*))?",
+                  re.IGNORECASE)
+
+
+def string_end(text: str, i: int) -> int:
+    """``text[i]`` is a quote that opens a string literal: the index just past
+    the literal, or -1 when ``text`` ends inside it.  Triple quotes and
+    backslash escapes are followed; only the closing quote(s) end a literal."""
+    quote = text[i] * 3 if text.startswith(text[i] * 3, i) else text[i]
+    j, n = i + len(quote), len(text)
+    while j < n:
+        if text[j] == "\\":
+            j += 2
+        elif text.startswith(quote, j):
+            return j + len(quote)
+        else:
+            j += 1
+    return -1
+
+
 # One pass over the text: comments and string literals (other text is skipped).
 _LEXEME = re.compile(
     r"#[^\n]*"

@@ -9,10 +9,10 @@ imports only the data model and the evaluator's types.
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterator, Sequence, Tuple
+from typing import Iterator, Optional, Sequence, Tuple
 
 from . import values
-from .model import Kernel, Loop, Stmt
+from .model import Kernel, Loop, LoopResult, Stmt
 
 
 def pipelined_loops(stmts: Sequence[Stmt]) -> Iterator[Loop]:
@@ -21,6 +21,19 @@ def pipelined_loops(stmts: Sequence[Stmt]) -> Iterator[Loop]:
         if st.loop is not None and st.loop.kind == "pipelined":
             yield st.loop
         yield from pipelined_loops(st.children)
+
+
+def loop_result(loop: Loop, loops: Sequence[LoopResult]) -> Optional[LoopResult]:
+    """The planned result of ``loop`` among ``loops``: the one planned from this
+    very loop, else the one at the same place (a view of the kernel rebuilds
+    its loops)."""
+    for lr in loops:
+        if lr.loop is loop:
+            return lr
+    for lr in loops:
+        if lr.loop.span == loop.span:
+            return lr
+    return None
 
 
 def active_view(kernel: Kernel, env: values.Env) -> Kernel:

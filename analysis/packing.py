@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from . import planning, targets as targets_mod, versions as versions_mod
-from .loops import active_view, pipelined_loops
+from .loops import active_view, loop_result, pipelined_loops
 from .model import (
     Alloc,
     BufferInfo,
@@ -128,16 +128,6 @@ def _is_pipelined_stmt(s: Stmt) -> bool:
     return s.loop is not None and s.loop.kind == "pipelined"
 
 
-def _find_result(loop: Loop, loops: Sequence[LoopResult]) -> Optional[LoopResult]:
-    for lr in loops:
-        if lr.loop is loop:
-            return lr
-    for lr in loops:
-        if lr.loop.span == loop.span:
-            return lr
-    return None
-
-
 def buffer_versions(loops: Sequence[LoopResult]) -> Dict[str, int]:
     """Versions per buffer; 0 when a loop cannot tell (its stages are unknown),
     and then the buffer's bytes are unknown too."""
@@ -164,7 +154,7 @@ def linear_units(kernel: Kernel, loops: Sequence[LoopResult], shared: Set[str],
     ws_index = None
     if warp_specialized:
         for i, s in enumerate(body):
-            lr = _find_result(s.loop, loops) if _is_pipelined_stmt(s) else None
+            lr = loop_result(s.loop, loops) if _is_pipelined_stmt(s) else None
             if lr is not None and lr.pipelined and lr.warp_specialized:
                 ws_index = i
                 break
@@ -188,7 +178,7 @@ def linear_units(kernel: Kernel, loops: Sequence[LoopResult], shared: Set[str],
     else:
         rest = body
     for s in rest:
-        lr = _find_result(s.loop, loops) if _is_pipelined_stmt(s) else None
+        lr = loop_result(s.loop, loops) if _is_pipelined_stmt(s) else None
         sched = modulo_schedule(lr) if lr is not None and lr.pipelined else None
         if sched is None:
             units.append(_touched(s) & shared)

@@ -4,7 +4,6 @@ analysis never runs here), ``# noqa: CODE`` insertion, and
 
 from __future__ import annotations
 
-import re
 from typing import List, Optional, Sequence, Tuple
 
 from lsprotocol import types as lsp
@@ -16,10 +15,6 @@ METHOD = lsp.TEXT_DOCUMENT_CODE_ACTION
 OPTIONS = lsp.CodeActionOptions(
     code_action_kinds=[lsp.CodeActionKind.QuickFix, lsp.CodeActionKind.SourceFixAll, FIX_ALL],
     resolve_provider=False)
-
-_NOQA = re.compile(r"#\s*noqa(?P<colon>\s*:\s*(?P<codes>[A-Za-z]+[0-9]+(?:\s*,\s*[A-Za-z]+[0-9]+)*))?",
-                   re.IGNORECASE)
-
 
 def _wanted(only: Optional[Sequence[str]], kind: str) -> bool:
     if not only:
@@ -57,11 +52,12 @@ def noqa_edit(lines: Sequence[str], line_idx: int, code: str, enc: str) -> Optio
         return None
     text = convert.strip_eol(lines[line_idx])
     comment, open_string = _scan(text)
-    m = _NOQA.search(text)
+    from tilelint.analysis.directives import NOQA
+    m = NOQA.search(text)
     if m is not None:
         if comment is None or m.start() < comment:
             return None
-        if not m.group("colon"):
+        if m.group("codes") is None:
             return None  # a bare noqa comment (no codes) already silences everything
         codes = [c.strip().upper() for c in m.group("codes").split(",")]
         if code in codes:
@@ -83,27 +79,19 @@ def _scan(text: str) -> Tuple[Optional[int], bool]:
 
     Only this line is seen: a line that starts inside a multi-line string is
     misread, which at worst offers an edit inside that string's text."""
-    quote = None
-    i = 0
-    n = len(text)
+    from tilelint.analysis.directives import string_end
+    i, n = 0, len(text)
     while i < n:
         ch = text[i]
-        if quote:
-            if ch == "\\":
-                i += 2
-                continue
-            if text.startswith(quote, i):
-                i += len(quote)
-                quote = None
-                continue
-        elif ch == "#":
+        if ch == "#":
             return i, False
-        elif ch in "'\"":
-            quote = ch * 3 if text.startswith(ch * 3, i) else ch
-            i += len(quote)
+        if ch in "'\"":
+            i = string_end(text, i)
+            if i < 0:
+                return None, True
             continue
         i += 1
-    return None, quote is not None
+    return None, False
 
 
 def _overlaps(a: lsp.Range, b: lsp.Range) -> bool:
