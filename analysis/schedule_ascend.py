@@ -37,7 +37,20 @@ import contextvars
 import math
 import threading
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Optional,
+    Protocol,
+    Sequence,
+    Set,
+    Tuple,
+    TypeVar,
+)
 
 from .model import (
     Access,
@@ -55,7 +68,7 @@ from .model import (
     UnaryOp,
     walk_stmts,
 )
-from .values import normalise_dtype
+from .values import Env, normalise_dtype
 
 # Resource bits of the scheduler (ResourcePipe).
 PIPE_BITS = {"MTE1": 1, "MTE2": 2, "MTE3": 4, "M": 8, "V": 16, "FIX": 32, "S": 64}
@@ -119,41 +132,61 @@ class Unmodelled(Exception):
     """An input of the scheduler this model cannot reproduce exactly."""
 
 
+class TaskLike(Protocol):
+    """What the scheduler reads of a task (``sync_ascend.Task``, whose module
+    imports this one)."""
+
+    pipe: str
+    core: str
+    stmt: Stmt
+    reads: Dict[str, Tuple[str, ...]]
+    writes: Dict[str, Tuple[str, ...]]
+
+
+_T = TypeVar("_T", bound=TaskLike)
+# conflict(a, b, cross): the (buffer, kind) hazards of task a then task b.
+Conflict = Callable[[_T, _T, bool], Iterable[Tuple[str, str]]]
+_Allocs = Dict[str, Tuple[Tuple[int, ...], str]]  # buffer -> (shape, dtype)
+_Params = Dict[str, Tuple[int, ...]]  # GM parameter -> shape
+
+
 # --------------------------------------------------------------------------
 # Shapes and bytes
 # --------------------------------------------------------------------------
 
 
-def _dtype_of(expr, env) -> Optional[str]:
+def _dtype_of(expr: Optional[Expr], env: Optional[Env]) -> Optional[str]:
     v = env.evaluate(expr) if env is not None else None
     return normalise_dtype(v) if v is not None else None
 
 
-class _Shapes(dict):
+class _Shapes(_Allocs):
     """buffer -> (shape, dtype); a buffer of unknown shape is outside the model."""
 
-    def __missing__(self, name):
+    def __missing__(self, name: str) -> Tuple[Tuple[int, ...], str]:
         raise Unmodelled(f"the shape or dtype of {name} is not known")
 
 
-def _alloc_info(kernel: Kernel, env) -> Dict[str, Tuple[Tuple[int, ...], str]]:
+def _alloc_info(kernel: Kernel, env: Env) -> _Allocs:
     out = _Shapes()
     for a in kernel.allocs:
-        shape = tuple(env.eval_int(d) for d in a.shape)
+        dims = [env.eval_int(d) for d in a.shape]
+        shape = tuple(d for d in dims if d is not None)
         dt = _dtype_of(a.dtype, env)
-        if None in shape or dt is None:
+        if len(shape) != len(dims) or dt is None:
             continue
         out[a.name] = (shape, dt)
     return out
 
 
-def _param_shapes(kernel: Kernel, env) -> Dict[str, Tuple[int, ...]]:
-    out = {}
+def _param_shapes(kernel: Kernel, env: Env) -> _Params:
+    out: _Params = {}
     for p in kernel.params:
         ann = p.annotation
         if isinstance(ann, Call) and ann.args and isinstance(ann.args[0], TupleExpr):
-            dims = tuple(env.eval_int(d) for d in ann.args[0].items)
-            if None not in dims:
+            values = [env.eval_int(d) for d in ann.args[0].items]
+            dims = tuple(d for d in values if d is not None)
+            if len(dims) == len(values):
                 out[p.name] = dims
     return out
 
@@ -164,7 +197,7 @@ def _nbytes(shape: Sequence[int], dtype: str) -> int:
     return math.prod(shape) * _DTYPE_BYTES[dtype]
 
 
-def _whole(acc: Access, shape: Sequence[int], env) -> bool:
+def _whole(acc: Access, shape: Sequence[int], env: Env) -> bool:
     """True when the access covers the whole on-chip buffer."""
     if acc.indices is None:
         return True
@@ -180,9 +213,12 @@ def _whole(acc: Access, shape: Sequence[int], env) -> bool:
     return True
 
 
-def _gm_extents(acc: Access, gm_shape: Tuple[int, ...], onchip: Tuple[int, ...], env):
+def _gm_extents(acc: Access, gm_shape: Tuple[int, ...], onchip: Tuple[int, ...],
+                env: Env) -> Optional[List[Tuple[Optional[int], Optional[int]]]]:
     """(extent, start) per dim of a GM region; extent None = the whole dim,
     -1 = partial of unknown size; None when the region cannot be read."""
+    extents: List[Optional[int]]
+    starts: List[Optional[int]]
     idx = acc.indices
     if idx is None or len(idx) != len(gm_shape):
         return None
@@ -215,7 +251,7 @@ def _full(dim: Tuple[Optional[int], Optional[int]], size: int) -> bool:
 
 
 def _gm_contiguous(acc: Access, gm_shape: Optional[Tuple[int, ...]],
-                   onchip: Tuple[int, ...], env) -> bool:
+                   onchip: Tuple[int, ...], env: Env) -> bool:
     """Whether a GM region is one contiguous run (the "M" copy geometry)."""
     if gm_shape is None or acc.indices is None:
         return acc.indices is None
@@ -233,11 +269,13 @@ def _gm_contiguous(acc: Access, gm_shape: Optional[Tuple[int, ...]],
 
 
 def _row_elements(acc: Access, gm_shape: Optional[Tuple[int, ...]],
-                  onchip: Tuple[int, ...], env) -> int:
+                  onchip: Tuple[int, ...], env: Env) -> int:
     """Elements in one contiguous GM row of a strided region: the innermost
     extents up to and including the first dim (from the right) that is not
     whole."""
-    dims = _gm_extents(acc, gm_shape, onchip, env) if gm_shape is not None else None
+    if gm_shape is None:
+        raise Unmodelled("GM region")
+    dims = _gm_extents(acc, gm_shape, onchip, env)
     if dims is None:
         raise Unmodelled("GM region")
     run = 1
@@ -274,7 +312,7 @@ def _n_bandwidth(to_ub: bool, width: int) -> int:
     return min(UB_TO_GM_BW, _transaction_bw(width, 128, 86))
 
 
-def _extent(s: Slice, env) -> int:
+def _extent(s: Slice, env: Env) -> int:
     """The extent of a slice; -1 when it is not known (never "whole")."""
     lo = 0 if s.lower is None else env.eval_int(s.lower)
     hi = env.eval_int(s.upper) if s.upper is not None else None
@@ -297,8 +335,8 @@ def _ceil(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def task_cost(task, kernel: Kernel, env, memory: Dict[str, str],
-              allocs, params) -> Tuple[int, int]:
+def task_cost(task: TaskLike, kernel: Kernel, env: Env, memory: Dict[str, str],
+              allocs: _Allocs, params: _Params) -> Tuple[int, int]:
     """(latency, II) of one task as the 0.1.15 cost model computes it.
 
     Modelled: GM->L1 copies; GM<->UB copies of whole UB buffers, contiguous
@@ -316,7 +354,8 @@ def task_cost(task, kernel: Kernel, env, memory: Dict[str, str],
     raise Unmodelled(f"no cost model for {st.op}")
 
 
-def _copy_cost(st: Stmt, memory, allocs, params, env) -> Tuple[int, int]:
+def _copy_cost(st: Stmt, memory: Dict[str, str], allocs: _Allocs, params: _Params,
+               env: Env) -> Tuple[int, int]:
     if not st.reads or not st.writes:
         raise Unmodelled("copy without regions")
     src, dst = st.reads[0], st.writes[0]
@@ -356,7 +395,7 @@ def _copy_cost(st: Stmt, memory, allocs, params, env) -> Tuple[int, int]:
     raise Unmodelled(f"copy {ms}->{md}")
 
 
-def _gemm_cost(st: Stmt, memory, allocs, env) -> Tuple[int, int]:
+def _gemm_cost(st: Stmt, memory: Dict[str, str], allocs: _Allocs, env: Env) -> Tuple[int, int]:
     if len(st.reads) < 2 or not st.writes:
         raise Unmodelled("gemm operands")
     a, c = st.reads[0].buffer, st.writes[0].buffer
@@ -383,17 +422,19 @@ def _align(x: int, g: int) -> int:
     return _ceil(x, g) * g
 
 
-def _vf_cost(st: Stmt, memory, allocs, env) -> Tuple[int, int]:
+def _vf_cost(st: Stmt, memory: Dict[str, str], allocs: _Allocs, env: Env) -> Tuple[int, int]:
     if "T.SimtVF" not in st.scope:
         raise Unmodelled("a T.Parallel outside T.SimtVF"
                          if "T.SimdVF" not in st.scope else "a T.SimdVF block")
     loop = st.loop
+    assert loop is not None  # a "parallel" statement carries its loop
     vars_ = [v.strip() for v in loop.var.split(",")]
     stops = loop.stop.items if isinstance(loop.stop, TupleExpr) else (loop.stop,)
-    extents = [env.eval_int(s) for s in stops]
-    if None in extents or len(extents) != len(vars_) or loop.start is not None and \
+    known = [env.eval_int(s) for s in stops]
+    if None in known or len(known) != len(vars_) or loop.start is not None and \
             env.eval_int(loop.start) not in (0, None):
         raise Unmodelled("VF loop extents")
+    extents = [e for e in known if e is not None]  # all of them
     total = math.prod(extents)
     # ParallelLoopFuser fuses a nest of T.Parallel loops into one loop over
     # the product only when every extent is a power of two; the accesses then
@@ -427,7 +468,7 @@ def _vf_cost(st: Stmt, memory, allocs, env) -> Tuple[int, int]:
     return lat, max(1, lat)
 
 
-def _mentions_any(e: Expr, names) -> bool:
+def _mentions_any(e: Expr, names: Set[str]) -> bool:
     if isinstance(e, Name):
         return e.id in names
     if isinstance(e, (Const,)):
@@ -445,7 +486,7 @@ def _mentions_any(e: Expr, names) -> bool:
     return False
 
 
-def _expr_cycles(e: Expr, loop_vars, total: int) -> int:
+def _expr_cycles(e: Expr, loop_vars: Set[str], total: int) -> int:
     """VALU cycles of one stored expression (OperationCounter): each
     operation that depends on the loop costs ceil(total / throughput)."""
     def cost(kind: str, node: Expr) -> int:
@@ -490,7 +531,7 @@ def _expr_cycles(e: Expr, loop_vars, total: int) -> int:
 # --------------------------------------------------------------------------
 
 
-def _consider_key(a, b, buf: str) -> Tuple[int, int]:
+def _consider_key(a: TaskLike, b: TaskLike, buf: str) -> Tuple[int, int]:
     """Where the compiler meets ``buf`` when it pairs a's accesses with b's:
     writes x reads, then writes x writes, then reads x writes."""
     passes = ((a.writes, b.reads), (a.writes, b.writes), (a.reads, b.writes))
@@ -500,9 +541,9 @@ def _consider_key(a, b, buf: str) -> Tuple[int, int]:
     return len(passes), 0
 
 
-def build_input(tasks: Sequence, kernel: Kernel, env, memory: Dict[str, str],
+def build_input(tasks: Sequence[_T], kernel: Kernel, env: Env, memory: Dict[str, str],
                 annotated: Dict[str, int], eligible: Sequence[str], num_stages: int,
-                conflict) -> SchedulerInput:
+                conflict: Conflict[_T]) -> SchedulerInput:
     """The loop scheduler's arguments for ``tasks`` (the loop body in source
     order).  ``conflict(a, b, cross)`` lists the (buffer, kind) hazards of a
     then b; raises :class:`Unmodelled` for inputs outside the cost model."""
@@ -586,7 +627,7 @@ def build_input(tasks: Sequence, kernel: Kernel, env, memory: Dict[str, str],
     groups = tuple((caps[s],) + tuple(members[s]) for s in _SCOPES)
     return SchedulerInput(num_stages, tuple(lat), tuple(iis), tuple(flags), tuple(deps),
                           tuple(res), tuple(sizes), groups,
-                          tuple(sorted(var_of, key=var_of.get)))
+                          tuple(sorted(var_of, key=lambda b: var_of[b])))
 
 
 # --------------------------------------------------------------------------
@@ -627,7 +668,7 @@ def clear_cache() -> None:
 
 
 @contextlib.contextmanager
-def deferred_solving():
+def deferred_solving() -> Iterator[List[SchedulerInput]]:
     """Within the block, loops whose schedule is not cached are not solved:
     they get the predicted order (``exact`` False) and their inputs are added
     to the yielded list, for the caller to ``solve`` elsewhere (the language
@@ -679,7 +720,8 @@ def _solve(inp: SchedulerInput) -> Optional[Solution]:
     ii_hi = max(sum(inp.latencies), sum(inp.iis)) + 1
     best_ii = ii_hi
     best_model = None
-    best_starts = None
+    best_starts: List[Any] = []  # z3 terms
+    best_ks: List[Any] = []
     while ii_lo < ii_hi:
         ii = (ii_lo + ii_hi) // 2
         solver = z3.Solver(ctx=ctx)
@@ -743,7 +785,7 @@ def _solve(inp: SchedulerInput) -> Optional[Solution]:
     return tuple(times), tuple(versions), best_ii
 
 
-def forced_order(tasks: Sequence, conflict) -> bool:
+def forced_order(tasks: Sequence[_T], conflict: Conflict[_T]) -> bool:
     """True when the loop's same-iteration dependencies leave one order: each
     task depends on the one before it.  Then every schedule, whatever the
     latencies, issues the tasks in source order (each starts at least one
@@ -754,7 +796,7 @@ def forced_order(tasks: Sequence, conflict) -> bool:
     return True
 
 
-def _without_times(tasks: Sequence, conflict, why: str,
+def _without_times(tasks: Sequence[_T], conflict: Conflict[_T], why: str,
                    inp: Optional[SchedulerInput] = None) -> AscendSchedule:
     """The schedule when the solver's model is not available: exact (with no
     start times) if the dependencies force the order, else a prediction."""
@@ -765,9 +807,9 @@ def _without_times(tasks: Sequence, conflict, why: str,
     return AscendSchedule(tuple(range(n)), False, why, input=inp)
 
 
-def schedule_loop(tasks: Sequence, kernel: Kernel, env, memory: Dict[str, str],
+def schedule_loop(tasks: Sequence[_T], kernel: Kernel, env: Env, memory: Dict[str, str],
                   annotated: Dict[str, int], eligible: Sequence[str], num_stages: int,
-                  conflict, loop_annotations: Sequence[str] = (),
+                  conflict: Conflict[_T], loop_annotations: Sequence[str] = (),
                   unseen: Sequence[str] = ()) -> AscendSchedule:
     """The compiler's order of ``tasks`` (source order in), or the reason it
     cannot be reproduced.  ``unseen``: loop statements that do work but are
