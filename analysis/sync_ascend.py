@@ -43,9 +43,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from .model import (
+    Access,
     AscendResult,
     AscendStatement,
     Diagnostic,
@@ -54,11 +55,13 @@ from .model import (
     Kernel,
     Loop,
     Name,
+    Slice,
     Stmt,
     TupleExpr,
     walk_stmts,
 )
 from .schedule_ascend import AscendSchedule, schedule_loop
+from .values import Env
 
 INTRA_CORE_FLAGS = 8
 CROSS_CORE_FLAGS = 16
@@ -230,8 +233,7 @@ def classify(stmt: Stmt, memory: Dict[str, str]) -> Optional[Tuple[str, str, boo
         return ("S", cores[0] if cores else AIV, False)
     if kind in ("serial", "loop", "macro", "if"):
         # A compound statement: the pipe of its work (a VF region is V).
-        pipes = [classify(c, memory) for c in stmt.children]
-        pipes = [p for p in pipes if p is not None]
+        pipes = [p for p in (classify(c, memory) for c in stmt.children) if p is not None]
         if not pipes:
             return None
         if all(p[0] == "V" for p in pipes):
@@ -242,11 +244,11 @@ def classify(stmt: Stmt, memory: Dict[str, str]) -> Optional[Tuple[str, str, boo
     return None
 
 
-def _index_key(acc) -> Tuple[str, ...]:
+def _index_key(acc: Access) -> Tuple[str, ...]:
     from .values import expr_text
     if acc.indices is None:
         return ()
-    return tuple(expr_text(i) if not hasattr(i, "lower") else
+    return tuple(expr_text(i) if not isinstance(i, Slice) else
                  f"{expr_text(i.lower) if i.lower else ''}:{expr_text(i.upper) if i.upper else ''}"
                  for i in acc.indices)
 
@@ -273,7 +275,7 @@ def _make_task(stmt: Stmt, memory: Dict[str, str], region: str) -> Optional[Task
 _LABEL_ITEM = re.compile(r"(\w+)\s*:\s*\(?\s*(\d+)")
 
 
-def annotated_versions(kernel: Kernel, env) -> Dict[str, int]:
+def annotated_versions(kernel: Kernel, env: Optional[Env]) -> Dict[str, int]:
     """Buffer -> version count from ``T.annotate_buffer_versions``."""
     out: Dict[str, int] = {}
     for key, value in kernel.attrs:
@@ -309,10 +311,10 @@ class Closure:
     def contains(self, e: Tuple) -> bool:
         return e in self.present
 
-    def has_edge(self, s, d, dist) -> bool:
+    def has_edge(self, s: Tuple[int, bool], d: Tuple[int, bool], dist: int) -> bool:
         return (s, d, dist, False) in self.present or (s, d, dist, True) in self.present
 
-    def min_distance(self, s, d) -> Optional[int]:
+    def min_distance(self, s: Tuple[int, bool], d: Tuple[int, bool]) -> Optional[int]:
         best = None
         for e in self.out.get(s, ()):
             if e[1] == d and (best is None or e[2] < best):
@@ -463,7 +465,7 @@ def _levels(tasks: List[Task], memory: Dict[str, str], tainted: Set[str]) -> Lis
     return [tasks[j] for j in order]
 
 
-def analyze_ascend(kernel: Kernel, env, loops: Sequence[Loop] = ()
+def analyze_ascend(kernel: Kernel, env: Env, loops: Sequence[Loop] = ()
                    ) -> Tuple[AscendResult, List[Diagnostic]]:
     """Ascend sync analysis of ``kernel`` (its first pipelined loop)."""
     try:
@@ -491,14 +493,14 @@ def _statements(plan: "AscendPlan") -> Tuple[AscendStatement, ...]:
         inp = sched.input if sched is not None else None
         out.append(AscendStatement(
             line=t.stmt.span.line, label=t.stmt.label, pipe=t.pipe, core=t.core,
-            start=sched.start_times[src] if timed else None,
+            start=sched.start_times[src] if timed and sched is not None else None,
             latency=inp.latencies[src] if timed and inp is not None else None,
             ii=inp.iis[src] if timed and inp is not None else None,
             source=src))
     return tuple(out)
 
 
-def plan_ascend(kernel: Kernel, env, loops: Sequence[Loop] = ()) -> Optional[AscendPlan]:
+def plan_ascend(kernel: Kernel, env: Env, loops: Sequence[Loop] = ()) -> Optional[AscendPlan]:
     memory = buffer_memory(kernel)
     loop, pre_stmts, post_stmts, _ = _pipelined_loop(kernel, loops)
     if loop is None:
@@ -509,7 +511,7 @@ def plan_ascend(kernel: Kernel, env, loops: Sequence[Loop] = ()) -> Optional[Asc
     num_stages = env.eval_int(loop.num_stages) if loop.num_stages is not None else None
     tainted = _loop_tainted(loop)
 
-    def tasks_of(stmts, region):
+    def tasks_of(stmts: Sequence[Stmt], region: str) -> List[Task]:
         out = []
         for s in stmts:
             t = _make_task(s, memory, region)
@@ -607,7 +609,7 @@ def plan_ascend(kernel: Kernel, env, loops: Sequence[Loop] = ()) -> Optional[Asc
     gemm_l1 = any(t.gemm_l1 for t in tasks)
     calls, events, spilled, mutex_used = _rewrite_flag_to_buf(calls, extent, gemm_l1)
     barriers = tuple(sorted({c.pipes[0] for c in calls if c.name == "barrier"}))
-    cross = set()
+    cross: Set[int] = set()
     for a in allocations:
         if a.domain == "Cube-Vector":
             cross.update(range(a.base, a.base + a.num_versions))
@@ -630,7 +632,8 @@ def plan_ascend(kernel: Kernel, env, loops: Sequence[Loop] = ()) -> Optional[Asc
                       source_order)
 
 
-def _collect(body: List[Task], memory, tainted, versions, level) -> List[SyncPoint]:
+def _collect(body: List[Task], memory: Dict[str, str], tainted: Set[str],
+             versions: Dict[str, int], level: str) -> List[SyncPoint]:
     out = []
     n = len(body)
     for i in range(n):
@@ -650,7 +653,8 @@ def _collect(body: List[Task], memory, tainted, versions, level) -> List[SyncPoi
     return out
 
 
-def _collect_root(pre, body, post, memory, tainted) -> List[SyncPoint]:
+def _collect_root(pre: List[Task], body: List[Task], post: List[Task], memory: Dict[str, str],
+                  tainted: Set[str]) -> List[SyncPoint]:
     out = []
     seq = pre + body + post
     for i, a in enumerate(seq):
@@ -673,7 +677,7 @@ def _same_pipe_edges(closure: Closure, tasks: List[Task], max_distance: int,
         for at_begin in (True, False):
             groups.setdefault(_site_key(t), []).append((t.index, at_begin))
 
-    def order(site):
+    def order(site: Tuple[int, bool]) -> Tuple[int, int]:
         return (site[0], 0 if site[1] else 1)
 
     for sites in groups.values():
@@ -686,7 +690,7 @@ def _same_pipe_edges(closure: Closure, tasks: List[Task], max_distance: int,
                     closure.saturate((lhs, rhs, d, False), max_distance)
 
 
-def _edge_sort_key(p: SyncPoint):
+def _edge_sort_key(p: SyncPoint) -> Tuple[int, Tuple[int, ...], Tuple[int, int]]:
     src = (p.src[0], 0 if p.src[1] else 1)
     dst = (p.dst[0], 0 if p.dst[1] else 1)
     return (p.distance, tuple(-x for x in src), dst)
@@ -722,15 +726,15 @@ def _task_pipe(tasks: List[Task], site: Tuple[int, bool]) -> Tuple[str, str]:
     return t.core, t.pipe
 
 
-def _uses_flag(p: SyncPoint, tasks) -> bool:
+def _uses_flag(p: SyncPoint, tasks: List[Task]) -> bool:
     return _task_pipe(tasks, p.src) != _task_pipe(tasks, p.dst)
 
 
-def _is_cross(p: SyncPoint, tasks) -> bool:
+def _is_cross(p: SyncPoint, tasks: List[Task]) -> bool:
     return tasks[p.src[0]].core != tasks[p.dst[0]].core
 
 
-def _domain(p: SyncPoint, tasks) -> str:
+def _domain(p: SyncPoint, tasks: List[Task]) -> str:
     if _is_cross(p, tasks):
         return "Cube-Vector"
     return hard_event(tasks[p.src[0]].pipe, tasks[p.dst[0]].pipe)
@@ -807,7 +811,7 @@ def _materialize(points: List[SyncPoint], allocations: List[Allocation],
     def where(t: Task) -> str:
         return t.region
 
-    def guard(p: SyncPoint, site) -> str:
+    def guard(p: SyncPoint, site: Tuple[int, bool]) -> str:
         t = tasks[site[0]]
         if p.level == "root" and t.region == "loop":
             return "first" if site[1] else "last"
@@ -915,7 +919,9 @@ def _call_range(c: SyncCall, extent: int) -> Tuple[int, int]:
     return ids[0], ids[-1]
 
 
-def _rewrite_flag_to_buf(calls: List[SyncCall], extent: int, gemm_l1: bool):
+def _rewrite_flag_to_buf(calls: List[SyncCall], extent: int, gemm_l1: bool
+                         ) -> Tuple[List[SyncCall], Dict[str, Tuple[int, bool]],
+                                    List[Tuple[str, int, int, int]], int]:
     """Apply RewriteFlagToBuf; per core (each core's code is its own flag space
     in the compiler's view of one hard event name, so ranges are merged)."""
     order: List[str] = []
@@ -1057,7 +1063,7 @@ def render_call(c: SyncCall, var: str = "k", extent: int = 1 << 20) -> str:
             f"asc_unlock(PIPE_{c.pipes[0]}, {i}, {mode});")
 
 
-def render_ascend_preview(kernel: Kernel, env, loops: Sequence[Loop] = (),
+def render_ascend_preview(kernel: Kernel, env: Env, loops: Sequence[Loop] = (),
                           plan: Optional[AscendPlan] = None) -> str:
     """The Ascend C synchronisation of the pipelined loop, as 0.1.15 emits it:
     per core, priming, the loop body's sync calls, draining.  Each task is
@@ -1074,18 +1080,18 @@ def render_ascend_preview(kernel: Kernel, env, loops: Sequence[Loop] = (),
         if len(cores) > 1:
             lines.append(f"// {core}")
         calls = [c for c in plan.calls if c.core == core]
-        items: List[Tuple[str, object]] = [("call", c) for c in calls if c.task < 0
-                                           and c.where == "prefix"]
+        items: List[Union[SyncCall, Task]] = [c for c in calls if c.task < 0
+                                              and c.where == "prefix"]
         for t in plan.tasks:
             if t.core != core:
                 continue
-            items.extend(("call", c) for c in calls if c.task == t.index and not c.after)
-            items.append(("task", t))
-            items.extend(("call", c) for c in calls if c.task == t.index and c.after)
-        items.extend(("call", c) for c in calls if c.task < 0 and c.where != "prefix")
+            items.extend(c for c in calls if c.task == t.index and not c.after)
+            items.append(t)
+            items.extend(c for c in calls if c.task == t.index and c.after)
+        items.extend(c for c in calls if c.task < 0 and c.where != "prefix")
         loop_open = False
-        for kind, obj in items:
-            where = obj.where if kind == "call" else obj.region  # type: ignore[union-attr]
+        for obj in items:
+            where = obj.where if isinstance(obj, SyncCall) else obj.region
             if where == "loop" and not loop_open:
                 lines.append(f"for (int32_t {var} = 0; {var} < {ext}; ++{var}) {{")
                 loop_open = True
@@ -1093,7 +1099,7 @@ def render_ascend_preview(kernel: Kernel, env, loops: Sequence[Loop] = (),
                 lines.append("}")
                 loop_open = False
             ind = "  " if where == "loop" else ""
-            if kind == "task":
+            if isinstance(obj, Task):
                 t = obj
                 label = t.stmt.label if len(t.stmt.label) <= 60 else t.stmt.label[:59] + "…"
                 lines.append(f"{ind}// {t.pipe}: {label}  (line {t.stmt.span.line})")
