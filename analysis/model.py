@@ -125,6 +125,26 @@ class Opaque:
 Expr = Union[Const, Name, Attr, BinOp, UnaryOp, Compare, IfExp, Call, TupleExpr,
              DictExpr, Subscript, Slice, Opaque]
 
+
+def expr_text(e: Optional[Expr]) -> str:
+    """Short source-like text of an expression, for messages and for shapes that
+    stay symbolic (``block_M * 2``, ``T.ceildiv(K, block_K)``); ``?`` for the
+    forms it does not spell out.  The one expression printer of the analysis."""
+    if isinstance(e, Name):
+        return e.id
+    if isinstance(e, Const):
+        return repr(e.value)
+    if isinstance(e, BinOp):
+        return f"{expr_text(e.left)} {e.op} {expr_text(e.right)}"
+    if isinstance(e, Call):
+        return f"{e.func}({', '.join(expr_text(a) for a in e.args)})"
+    if isinstance(e, Attr):
+        return f"{expr_text(e.base)}.{e.attr}"
+    if isinstance(e, Opaque):
+        return e.text
+    return "?"
+
+
 # --------------------------------------------------------------------------
 # Kernel structure (frontend output)
 # --------------------------------------------------------------------------

@@ -51,6 +51,7 @@ from .model import (
     Span,
     Stmt,
     TextEdit,
+    expr_text,
     walk_bodies,
 )
 from .schedule import modulo_schedule
@@ -108,20 +109,6 @@ def _written(stmt: Stmt) -> Set[str]:
         for c in stmt.loop.body:
             out |= _written(c)
     return out
-
-
-# The scopes MergeSharedMemoryAllocations packs ("shared.dyn") and the static
-# ``__shared__`` ones.  Everything else named "shared.*" is another memory:
-# tensor memory (``T.alloc_tmem``: "shared.tmem", its 4-byte address slot is
-# added by LowerSharedTmem as static shared memory), mbarriers
-# ("shared.barrier", counted with the warp-specialized path), and the Ascend
-# on-chip buffers (L1, L0A/B/C: "shared.l1", "shared.l0a", ...).
-CUDA_SHARED_SCOPES = frozenset({"shared", "shared.dyn"})
-
-
-def is_shared(alloc: Alloc) -> bool:
-    """Whether ``alloc`` takes CUDA shared memory (counts towards TL201)."""
-    return alloc.scope in CUDA_SHARED_SCOPES
 
 
 def _is_pipelined_stmt(s: Stmt) -> bool:
@@ -361,15 +348,8 @@ def _shape_display(alloc: Alloc, env) -> Tuple:
     out = []
     for d in alloc.shape:
         v = env.eval_int(d) if env is not None else None
-        out.append(v if v is not None else _expr_text(d))
+        out.append(v if v is not None else expr_text(d))
     return tuple(out)
-
-
-def _expr_text(e) -> str:
-    if isinstance(e, Const):
-        return repr(e.value)
-    name = getattr(e, "id", None)
-    return name if isinstance(name, str) else "?"
 
 
 def mbarrier_count(kernel: Kernel, env, loops: Sequence[LoopResult], target: str,
@@ -390,7 +370,7 @@ def pack_kernel(kernel: Kernel, env, loops: Sequence[LoopResult], target: str,
 
 
 def _pack(kernel, env, loops, target, warp_specialized) -> Packing:
-    allocs = [a for a in kernel.allocs if is_shared(a)]
+    allocs = [a for a in kernel.allocs if a.scope in planning.SHARED_SCOPES]
     dyn = {a.name for a in allocs if a.scope != "shared"}
     static = {a.name for a in allocs if a.scope == "shared"}
     versions = buffer_versions(loops)

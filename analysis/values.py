@@ -36,6 +36,7 @@ from .model import (
     Subscript,
     TupleExpr,
     UnaryOp,
+    expr_text,
 )
 
 
@@ -1430,24 +1431,7 @@ def shape_value(env: Env, shape: Sequence[Expr]) -> Tuple[object, ...]:
     out: List[object] = []
     for d in shape:
         v = env.eval_int(d)
-        out.append(v if v is not None else _expr_text(d))
+        out.append(v if v is not None else expr_text(d))
     return tuple(out)
 
 
-def _expr_text(e: Expr) -> str:
-    if isinstance(e, Name):
-        return e.id
-    if isinstance(e, Const):
-        return repr(e.value)
-    if isinstance(e, BinOp):
-        return f"{_expr_text(e.left)} {e.op} {_expr_text(e.right)}"
-    if isinstance(e, Call):
-        return f"{e.func}({', '.join(_expr_text(a) for a in e.args)})"
-    if isinstance(e, Attr):
-        return f"{_expr_text(e.base)}.{e.attr}"
-    if isinstance(e, Opaque):
-        return e.text
-    return "?"
-
-
-expr_text = _expr_text

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tilelint.analysis import Settings, analyze, directives, packing, targets
+from tilelint.analysis import Settings, analyze, directives, planning, targets
 from tilelint.analysis.model import Alloc, Const, Span
 from tilelint.server import cli
 from tilelint.server.config import (
@@ -140,7 +140,7 @@ def _alloc(name, scope):
     ("shared.l0b", False), ("shared.l0c", False), ("local.fragment", False),
 ])
 def test_only_cuda_shared_scopes_count(scope, counts):
-    assert packing.is_shared(_alloc("b", scope)) is counts
+    assert planning.is_shared("b", {"b": _alloc("b", scope)}) is counts
 
 
 def test_tmem_accumulator_is_not_in_the_arena():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
-from .lazy import render
+from .lazy import model, render
 
 if TYPE_CHECKING:  # pragma: no cover
     from tilelint.analysis.model import (
@@ -15,26 +15,6 @@ if TYPE_CHECKING:  # pragma: no cover
         ScheduledStmt,
         Stmt,
     )
-
-
-def _expr_text(e) -> str:
-    """A short text for a model expression (for shapes that stayed symbolic)."""
-    from tilelint.analysis import model as m
-    if e is None:
-        return "?"
-    if isinstance(e, m.Const):
-        return repr(e.value) if isinstance(e.value, str) else str(e.value)
-    if isinstance(e, m.Name):
-        return e.id
-    if isinstance(e, m.Attr):
-        return f"{_expr_text(e.base)}.{e.attr}"
-    if isinstance(e, m.BinOp):
-        return f"{_expr_text(e.left)} {e.op} {_expr_text(e.right)}"
-    if isinstance(e, m.Call):
-        return f"{e.func}(…)"
-    if isinstance(e, m.Opaque):
-        return e.text
-    return "…"
 
 
 def _fence(text: str, lang: str = "text") -> str:
@@ -220,8 +200,8 @@ def buffer_hover(kr: KernelResult, alloc: Optional[Alloc], info: Optional[Buffer
         if arena:
             out.append("Shared-memory arena:\n\n" + _fence(arena))
     elif alloc is not None:
-        shape = " × ".join(_expr_text(e) for e in alloc.shape)
-        out.append(f"**`{name}`** `{alloc.scope}`: {shape} × {_expr_text(alloc.dtype)}")
+        shape = " × ".join(model.expr_text(e) for e in alloc.shape)
+        out.append(f"**`{name}`** `{alloc.scope}`: {shape} × {model.expr_text(alloc.dtype)}")
         if alloc.scope.startswith("shared"):
             names = ", ".join(f"`{n}`" for n in kr.unresolved)
             out.append(f"_size unknown: {names} {'stays' if len(kr.unresolved) == 1 else 'stay'}"
