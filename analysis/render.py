@@ -5,7 +5,15 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence
 
-from .model import Analysis, BufferInfo, Diagnostic, KernelResult, LoopResult, LoopSync
+from .model import (
+    Analysis,
+    AscendResult,
+    BufferInfo,
+    Diagnostic,
+    KernelResult,
+    LoopResult,
+    LoopSync,
+)
 
 SCHEMA = 1
 
@@ -163,31 +171,32 @@ def schedule_rows(lr: LoopResult) -> List[List[str]]:
     (slot - st); prologue slots are 0..max_stage-1, the steady state is one
     generic slot k, the epilogue the last max_stage slots.
     """
-    stmts = [s for s in lr.statements if s.stage is not None]
-    if not stmts:
+    # (order, stage) of each staged statement, in order.
+    ordered = sorted(((s.order if s.order is not None else 0, s.stage)
+                      for s in lr.statements if s.stage is not None), key=lambda p: p[0])
+    if not ordered:
         return []
-    max_stage = max(s.stage for s in stmts)  # type: ignore[type-var]
-    ordered = sorted(stmts, key=lambda s: (s.order if s.order is not None else 0))
+    max_stage = max(stage for _, stage in ordered)
     rows: List[List[str]] = []
     for slot in range(max_stage):
         cells = []
-        for s in ordered:
-            it = slot - s.stage  # type: ignore[operator]
-            cells.append(f"iteration {it}, stage {s.stage}" if it >= 0 else "—")
+        for _, stage in ordered:
+            it = slot - stage
+            cells.append(f"iteration {it}, stage {stage}" if it >= 0 else "—")
         rows.append([f"prologue {slot}"] + cells)
     cells = []
-    for s in ordered:
-        off = max_stage - s.stage  # type: ignore[operator]
-        it = "k" if off == 0 else f"k+{off}"
-        cells.append(f"iteration {it}, stage {s.stage}")
+    for _, stage in ordered:
+        off = max_stage - stage
+        when = "k" if off == 0 else f"k+{off}"
+        cells.append(f"iteration {when}, stage {stage}")
     rows.append(["steady state (k)"] + cells)
     for slot in range(max_stage):
         cells = []
-        for s in ordered:
+        for _, stage in ordered:
             # Epilogue slot e runs stage s on iteration n + e - s, which exists
             # only while e < s.
-            left = s.stage - slot  # type: ignore[operator]
-            cells.append(f"iteration n-{left}, stage {s.stage}" if left > 0 else "—")
+            left = stage - slot
+            cells.append(f"iteration n-{left}, stage {stage}" if left > 0 else "—")
         rows.append([f"epilogue {slot}"] + cells)
     return rows
 
@@ -288,15 +297,16 @@ def explain_text(analysis: Analysis) -> str:
             for s in lr.statements:
                 out.append(f"    line {s.stmt.span.line:<4} stage {_v(s.stage)}  order {_v(s.order)}"
                            f"  {s.stmt.label}")
-            for b in lr.excluded_binds:
-                out.append(f"    line {b.span.line:<4} (replayable bind, not scheduled)  {b.label}")
+            for bind in lr.excluded_binds:
+                out.append(f"    line {bind.span.line:<4} (replayable bind, not scheduled)  "
+                           f"{bind.label}")
             if lr.versions:
                 out.append("    versions: " + ", ".join(
                     f"{v.buffer}×{v.versions or '?'}" for v in lr.versions))
-            for what, s in (("prologue", lr.prologue_sync), ("per iteration", lr.sync),
-                            ("epilogue", lr.epilogue_sync)):
-                if s is not None:
-                    out.append(f"    sync {what}: {loop_sync_text(s)}")
+            for what, region in (("prologue", lr.prologue_sync), ("per iteration", lr.sync),
+                                 ("epilogue", lr.epilogue_sync)):
+                if region is not None:
+                    out.append(f"    sync {what}: {loop_sync_text(region)}")
         if kr.buffers:
             out.append(f"  shared memory: {shared_text(kr, target=analysis.target)}"
                        + (f"; arena without reuse {kr.no_reuse_bytes} B"
@@ -307,9 +317,9 @@ def explain_text(analysis: Analysis) -> str:
                 out.append(f"    {b.name:<16} {shape} {b.dtype} ×{b.versions or '?'} = "
                            f"{_v(b.bytes)} B {where} {_v(b.offset)}")
         if kr.sync is not None:
-            s = kr.sync
-            out.append(f"  sync: __syncthreads×{s.syncthreads}, cp.async commit×{s.cp_async_commit},"
-                       f" wait_group{list(s.cp_async_wait)}, mbarriers×{s.mbarriers}")
+            ks = kr.sync
+            out.append(f"  sync: __syncthreads×{ks.syncthreads}, cp.async commit×{ks.cp_async_commit},"
+                       f" wait_group{list(ks.cp_async_wait)}, mbarriers×{ks.mbarriers}")
     if analysis.diagnostics:
         out.append("")
         out.append("diagnostics:")
@@ -327,7 +337,7 @@ def loop_sync_text(s: LoopSync) -> str:
             + (f", mbarrier waits×{s.mbarrier_wait}" if s.mbarrier_wait else ""))
 
 
-def ascend_schedule_rows(asc) -> List[List[str]]:
+def ascend_schedule_rows(asc: AscendResult) -> List[List[str]]:
     """The Ascend loop body in the auto-scheduler's order, one row per task."""
     rows = []
     for st in asc.statements:
@@ -339,7 +349,7 @@ def ascend_schedule_rows(asc) -> List[List[str]]:
 ASCEND_SCHEDULE_HEADER = ("line", "core", "pipe", "start", "latency", "II", "statement")
 
 
-def ascend_schedule_title(asc) -> str:
+def ascend_schedule_title(asc: AscendResult) -> str:
     if asc.schedule_exact and asc.ii is None:
         return (f"loop body in the auto-scheduler's order, which its dependencies force "
                 f"(no start times: {asc.schedule_note}):")
@@ -350,7 +360,7 @@ def ascend_schedule_title(asc) -> str:
             f"order is not reproduced: {asc.schedule_note}):")
 
 
-def ascend_text(asc) -> List[str]:
+def ascend_text(asc: AscendResult) -> List[str]:
     out: List[str] = []
     if asc.statements:
         out.append("  " + ascend_schedule_title(asc))
