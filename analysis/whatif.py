@@ -20,6 +20,7 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 
 from . import packing, sync_cuda, targets as targets_mod
 from .model import Kernel, KernelSync, LoopResult, LoopSync
+from .values import Env
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ class WhatIf:
         return None, None
 
 
-def sweep_num_stages(kernel: Kernel, env, values: Iterable[int], target: str,
+def sweep_num_stages(kernel: Kernel, env: Env, values: Iterable[int], target: str,
                      loop_line: Optional[int] = None,
                      check_targets: Sequence[str] = targets_mod.CUDA_TARGETS) -> List[WhatIf]:
     """One :class:`WhatIf` per value of ``values`` (in order).  ``num_stages`` is
@@ -69,7 +70,7 @@ def sweep_num_stages(kernel: Kernel, env, values: Iterable[int], target: str,
     return out
 
 
-def _point(view: Kernel, env, loops: Sequence[LoopResult], ns: int, target: str, ws: bool,
+def _point(view: Kernel, env: Env, loops: Sequence[LoopResult], ns: int, target: str, ws: bool,
            cuda: bool, check_targets: Sequence[str]) -> WhatIf:
     pack = packing.pack_kernel(view, env, loops, target, ws)
     fits = []
