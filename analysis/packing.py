@@ -34,7 +34,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from . import planning, targets as targets_mod, versions as versions_mod
 from .loops import active_view, loop_result, pipelined_loops
@@ -47,6 +47,7 @@ from .model import (
     Kernel,
     Loop,
     LoopResult,
+    Module,
     Related,
     Span,
     Stmt,
@@ -56,7 +57,7 @@ from .model import (
 )
 from .schedule import modulo_schedule
 from .sync_cuda import ws_barriers
-from .values import dtype_bits, normalise_dtype
+from .values import Env, Program, dtype_bits, normalise_dtype
 
 DEFAULT_ALIGN = 16
 WGMMA_ALIGN = 1024
@@ -139,13 +140,16 @@ def linear_units(kernel: Kernel, loops: Sequence[LoopResult], shared: Set[str],
     units: List[Set[str]] = []
     body = list(kernel.body)
     ws_index = None
+    ws_loop: Optional[Loop] = None
     if warp_specialized:
         for i, s in enumerate(body):
-            lr = loop_result(s.loop, loops) if _is_pipelined_stmt(s) else None
+            lr = loop_result(s.loop, loops) if s.loop is not None and _is_pipelined_stmt(s) \
+                else None
             if lr is not None and lr.pipelined and lr.warp_specialized:
                 ws_index = i
+                ws_loop = s.loop
                 break
-    if ws_index is not None:
+    if ws_index is not None and ws_loop is not None:
         before = body[:ws_index]
         ws_stmt = body[ws_index]
         kept = [s for s in before if _is_copy_into_shared(s, shared)]
@@ -153,7 +157,7 @@ def linear_units(kernel: Kernel, loops: Sequence[LoopResult], shared: Set[str],
         for s in kept:
             units.append(_touched(s) & shared)
         produced: Set[str] = set()
-        for c in ws_stmt.loop.body:
+        for c in ws_loop.body:
             for x in walk_bodies([c]):
                 if _is_copy_into_shared(x, shared):
                     produced |= _written(x) & shared
@@ -165,7 +169,7 @@ def linear_units(kernel: Kernel, loops: Sequence[LoopResult], shared: Set[str],
     else:
         rest = body
     for s in rest:
-        lr = loop_result(s.loop, loops) if _is_pipelined_stmt(s) else None
+        lr = loop_result(s.loop, loops) if s.loop is not None and _is_pipelined_stmt(s) else None
         sched = modulo_schedule(lr) if lr is not None and lr.pipelined else None
         if sched is None:
             units.append(_touched(s) & shared)
@@ -330,7 +334,7 @@ def _descriptor_gemm(s: Stmt, t: "targets_mod.Target", scopes: Dict[str, str]) -
     return into_tmem or "tcgen05" in op
 
 
-def buffer_bytes(alloc: Alloc, env, versions: int = 1) -> Optional[int]:
+def buffer_bytes(alloc: Alloc, env: Optional[Env], versions: int = 1) -> Optional[int]:
     """Bytes of one allocation times its versions, None if unknown."""
     bits = dtype_bits(normalise_dtype(env.evaluate(alloc.dtype)) if env is not None else None)
     if bits is None:
@@ -344,7 +348,7 @@ def buffer_bytes(alloc: Alloc, env, versions: int = 1) -> Optional[int]:
     return (n * bits + 7) // 8 * versions
 
 
-def _shape_display(alloc: Alloc, env) -> Tuple:
+def _shape_display(alloc: Alloc, env: Env) -> Tuple[Union[int, str], ...]:
     out = []
     for d in alloc.shape:
         v = env.eval_int(d) if env is not None else None
@@ -352,12 +356,12 @@ def _shape_display(alloc: Alloc, env) -> Tuple:
     return tuple(out)
 
 
-def mbarrier_count(kernel: Kernel, env, loops: Sequence[LoopResult], target: str,
+def mbarrier_count(kernel: Kernel, env: Env, loops: Sequence[LoopResult], target: str,
                    warp_specialized: bool) -> int:
     return ws_barriers(kernel, env, loops, target, warp_specialized)[0]
 
 
-def pack_kernel(kernel: Kernel, env, loops: Sequence[LoopResult], target: str,
+def pack_kernel(kernel: Kernel, env: Env, loops: Sequence[LoopResult], target: str,
                 warp_specialized: bool) -> Packing:
     """Pack the kernel's shared buffers like MergeSharedMemoryAllocations.
 
@@ -369,7 +373,8 @@ def pack_kernel(kernel: Kernel, env, loops: Sequence[LoopResult], target: str,
         return Packing(buffers=(), arena_bytes=None, no_reuse_bytes=None)
 
 
-def _pack(kernel, env, loops, target, warp_specialized) -> Packing:
+def _pack(kernel: Kernel, env: Env, loops: Sequence[LoopResult], target: str,
+          warp_specialized: bool) -> Packing:
     allocs = [a for a in kernel.allocs if a.scope in planning.SHARED_SCOPES]
     dyn = {a.name for a in allocs if a.scope != "shared"}
     static = {a.name for a in allocs if a.scope == "shared"}
@@ -381,7 +386,8 @@ def _pack(kernel, env, loops, target, warp_specialized) -> Packing:
         sizes[a.name] = buffer_bytes(a, env, nver) if nver else None
     unknown = tuple(sorted(n for n, v in sizes.items() if v is None))
 
-    def arena(names: Set[str]):
+    def arena(names: Set[str]) -> Tuple[Optional[int], Dict[str, int], Dict[str, int],
+                                        Dict[str, int]]:
         units = linear_units(kernel, loops, names, warp_specialized)
         first: Dict[str, int] = {}
         last: Dict[str, int] = {}
@@ -389,8 +395,8 @@ def _pack(kernel, env, loops, target, warp_specialized) -> Packing:
             for n in u:
                 first.setdefault(n, i)
                 last[n] = i
-        ivs = [_Interval(n, first[n], last[n], sizes[n], aligns.get(n, DEFAULT_ALIGN))
-               for n in names if n in first and sizes.get(n) is not None]
+        ivs = [_Interval(n, first[n], last[n], size, aligns.get(n, DEFAULT_ALIGN))
+               for n in names if n in first and (size := sizes.get(n)) is not None]
         if any(sizes.get(n) is None for n in names if n in first):
             return None, {}, first, last
         top, offs = pack_intervals(ivs)
@@ -451,7 +457,7 @@ def _force_num_stages(kernel: Kernel, num_stages: int, loop_line: Optional[int] 
     return dataclasses.replace(kernel, body=fix(kernel.body))
 
 
-def plan_instance(kernel: Kernel, env, target: str, num_stages: Optional[int] = None,
+def plan_instance(kernel: Kernel, env: Env, target: str, num_stages: Optional[int] = None,
                   loop_line: Optional[int] = None) -> Tuple[Kernel, List[LoopResult], bool]:
     """Plan one instance of a kernel the way ``pipeline.analyze_kernel`` does (the
     active view of conditional iterators, sm_90 warp specialization, planning and
@@ -479,7 +485,7 @@ def plan_instance(kernel: Kernel, env, target: str, num_stages: Optional[int] = 
     return view, out, ws_loop is not None
 
 
-def replan(kernel: Kernel, env, target: str, warp_specialized: bool, num_stages: int
+def replan(kernel: Kernel, env: Env, target: str, warp_specialized: bool, num_stages: int
            ) -> List[LoopResult]:
     """Plan every pipelined loop of the kernel with ``num_stages`` forced (loops with
     manual order/stage keep theirs).  ``warp_specialized`` is recomputed for the
@@ -493,7 +499,7 @@ def _literal_num_stages(loops: Sequence[LoopResult]) -> List[Loop]:
             and isinstance(lr.loop.num_stages.value, int) and lr.loop.num_stages_span is not None]
 
 
-def overflow_diagnostics(kernel: Kernel, env, loops: Sequence[LoopResult], pack: Packing,
+def overflow_diagnostics(kernel: Kernel, env: Env, loops: Sequence[LoopResult], pack: Packing,
                          target: str, warp_specialized: bool) -> List[Diagnostic]:
     """TL201 (error) when the kernel's shared memory exceeds the target's opt-in budget,
     TL203 (information) above 90 % of it."""
@@ -503,7 +509,8 @@ def overflow_diagnostics(kernel: Kernel, env, loops: Sequence[LoopResult], pack:
         return []
 
 
-def _overflow(kernel, env, loops, pack, target, warp_specialized) -> List[Diagnostic]:
+def _overflow(kernel: Kernel, env: Env, loops: Sequence[LoopResult], pack: Packing, target: str,
+              warp_specialized: bool) -> List[Diagnostic]:
     budget = targets_mod.budget(target)
     total = pack.total_bytes if pack is not None else None
     if budget is None or total is None:
@@ -545,9 +552,12 @@ def _overflow(kernel, env, loops, pack, target, warp_specialized) -> List[Diagno
     if best is not None:
         msg += f"; num_stages={best[0]} would fit ({best[1]} B)"
         for lp in _literal_num_stages(loops):
-            related.append(Related(lp.num_stages_span, f"num_stages={best[0]} fits in {best[1]} B"))
+            ns_span = lp.num_stages_span
+            if ns_span is None:  # (every loop listed has one)
+                continue
+            related.append(Related(ns_span, f"num_stages={best[0]} fits in {best[1]} B"))
             fixes.append(Fix(title=f"Set num_stages={best[0]} ({best[1]} B fits {target})",
-                             edits=(TextEdit(lp.num_stages_span, f"num_stages={best[0]}"),),
+                             edits=(TextEdit(ns_span, f"num_stages={best[0]}"),),
                              preferred=True))
     elif top > 1:
         msg += "; no num_stages >= 1 fits"
@@ -563,7 +573,9 @@ MAX_AUTOTUNE_CONFIGS = 512  # configurations checked per kernel
 _CONFIGS_KW = re.compile(r"(?<![\w.])configs\s*=(?!=)")
 
 
-def _kib(n: int) -> str:
+def _kib(n: Optional[int]) -> str:
+    if n is None:
+        return "?"
     return f"{n // 1024} KiB" if n % 1024 == 0 else f"{n / 1024:.1f} KiB"
 
 
@@ -636,7 +648,7 @@ def autotune_span(source: Optional[str], def_line: int) -> Optional[Span]:
     return None
 
 
-def autotune_configs(module, kernel: Kernel,
+def autotune_configs(module: Module, kernel: Kernel,
                      base_bindings: Sequence[Tuple[str, object]] = ()
                      ) -> Optional[List[Dict[str, object]]]:
     """The literal autotune configuration list of ``kernel``'s factory, if any.
@@ -658,7 +670,7 @@ def autotune_configs(module, kernel: Kernel,
     return [c for c in cfgs if isinstance(c, dict)][:MAX_AUTOTUNE_CONFIGS] or None
 
 
-def _callable_configs(prog, module, kernel: Kernel, bound: Dict[str, object]
+def _callable_configs(prog: Program, module: Module, kernel: Kernel, bound: Dict[str, object]
                       ) -> Optional[List[Dict[str, object]]]:
     from . import values as values_mod
     from .model import Call as CallExpr, Name as NameExpr
@@ -695,7 +707,7 @@ def _callable_configs(prog, module, kernel: Kernel, bound: Dict[str, object]
     return None
 
 
-def autotune_overflows(module, kernel: Kernel, target: str,
+def autotune_overflows(module: Module, kernel: Kernel, target: str,
                        base_bindings: Sequence[Tuple[str, object]] = (),
                        overrides: Optional[Dict[str, object]] = None
                        ) -> Optional[Tuple[List[Dict[str, object]],
@@ -728,7 +740,7 @@ def autotune_overflows(module, kernel: Kernel, target: str,
     return cfgs, over
 
 
-def autotune_diagnostics(module, kernel: Kernel, target: str, source: Optional[str],
+def autotune_diagnostics(module: Module, kernel: Kernel, target: str, source: Optional[str],
                          base_bindings: Sequence[Tuple[str, object]] = (),
                          overrides: Optional[Dict[str, object]] = None) -> List[Diagnostic]:
     """TL202 (warning): one per kernel and target, on the autotune configuration list,
@@ -740,7 +752,9 @@ def autotune_diagnostics(module, kernel: Kernel, target: str, source: Optional[s
         return []
 
 
-def _autotune_diagnostics(module, kernel, target, source, base_bindings, overrides):
+def _autotune_diagnostics(module: Module, kernel: Kernel, target: str, source: Optional[str],
+                          base_bindings: Sequence[Tuple[str, object]],
+                          overrides: Optional[Dict[str, object]]) -> List[Diagnostic]:
     res = autotune_overflows(module, kernel, target, base_bindings, overrides)
     if res is None or not res[1]:
         return []
@@ -756,7 +770,7 @@ def _autotune_diagnostics(module, kernel, target, source, base_bindings, overrid
            f"(budget {budget} B = {_kib(budget)}): {parts}")
     related = []
     for c, p in over:
-        big = max((b for b in p.buffers if b.bytes), key=lambda b: b.bytes, default=None)
+        big = max((b for b in p.buffers if b.bytes), key=lambda b: b.bytes or 0, default=None)
         where = big.span if big is not None else span
         detail = ", ".join(f"{b.name} {b.bytes} B" + (f" ×{b.versions}" if b.versions > 1 else "")
                            for b in p.buffers if b.bytes)
