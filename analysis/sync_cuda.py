@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from . import targets as targets_mod
+from .loops import loop_result
 from .model import Kernel, KernelSync, LoopResult, LoopSync, Stmt, walk_bodies
 from .schedule import BODY, EPILOGUE, PROLOGUE, Row, Schedule, modulo_schedule
 
@@ -90,16 +91,6 @@ def _is_ws_loop(lr: Optional[LoopResult]) -> bool:
     return lr is not None and lr.pipelined and lr.warp_specialized
 
 
-def _find_result(loop, loops: Sequence[LoopResult]) -> Optional[LoopResult]:
-    for lr in loops:
-        if lr.loop is loop:
-            return lr
-    for lr in loops:
-        if lr.loop.span == loop.span:
-            return lr
-    return None
-
-
 def _walk_writes(stmt: Stmt) -> List[str]:
     return [w.buffer for x in walk_bodies([stmt]) for w in x.writes]
 
@@ -137,7 +128,7 @@ def _ws_barriers(kernel: Kernel, env, loops: Sequence[LoopResult],
         cands = [x for x in walk_bodies([top]) if x.loop is not None and x.loop.kind == "pipelined"]
         lr = None
         for x in cands:
-            lr = _find_result(x.loop, loops)
+            lr = loop_result(x.loop, loops)
             if _is_ws_loop(lr):
                 s = x
                 break
@@ -351,40 +342,47 @@ class _Tracer:
         region = []
         for row in all_rows:
             region.extend(_accs(row.stmt, self.shared, False, None))
-        if self.pending and _conflict(self.pending, region, self.layout):
+        # Code before the pipeline that conflicts with it: when a prologue statement
+        # conflicts, ThreadSync's barrier goes right before that statement (before the
+        # first one it is outside the pipeline); otherwise it goes before the pipeline.
+        first_row = sched.prologue[0][0] if sched.prologue and sched.prologue[0] else None
+        in_prologue = any(_conflict(self.pending, _accs(r.stmt, self.shared, False, None),
+                                    self.layout)
+                          for step in sched.prologue for r in step)
+        if self.pending and _conflict(self.pending, region, self.layout) and not in_prologue:
             self.sync("pre", li, note="before pipeline")
-        # async groups: (stage, ordinal of the group within a step)
-        group_of: Dict[int, int] = {}  # statement index -> group id (per step layout)
+        # Commit groups, as PipelinePlanning annotates them: async copies of one
+        # stage whose data is last read by the same statement share a group
+        # (numbered in issue order); InjectSoftwarePipeline commits each run of
+        # consecutive copies of one group, so a group split by another copy is
+        # committed once per run.
+        stmts = {r.index: r.stmt for r in sched.body}
 
-        def groups_in(step_rows: Sequence[Row]) -> Dict[int, int]:
-            gid = {}
-            last_stage = None
-            g = -1
-            prev_async = False
-            for r in step_rows:
-                a = is_async_copy(r.stmt, kernel)
-                if a:
-                    if not (prev_async and r.stage == last_stage):
-                        g += 1
-                    gid[r.index] = g
-                    last_stage = r.stage
-                prev_async = a
-            return gid
+        def last_use(i: int) -> int:
+            written = _rw(stmts[i], self.shared)[1]
+            return max((j for j in stmts if j > i and written & _rw(stmts[j], self.shared)[0]),
+                       default=-1)
 
-        body_groups = groups_in(sched.body)
-        # group identity across steps: the body's grouping (prologue steps are subsets)
-        for idx, g in body_groups.items():
-            group_of[idx] = g
+        group_of: Dict[int, int] = {}  # statement index -> commit group id
+        keys: Dict[Tuple[int, int], int] = {}
+        for r in sched.body:
+            if is_async_copy(r.stmt, kernel):
+                group_of[r.index] = keys.setdefault((r.stage, last_use(r.index)), len(keys))
+        n_groups = max(len(keys), 1)
         writers: Dict[str, int] = {}
         for r in sched.body:
             if r.index in group_of:
                 for w in r.stmt.writes:
                     if w.buffer in self.shared:
                         writers[w.buffer] = group_of[r.index]
-        committed: List[Tuple[int, int]] = []  # (group, logical iteration)
+        committed: List[Tuple[int, int]] = []  # (group, logical iteration), in commit order
         complete: Set[Tuple[int, int]] = set()
         commits = 0
         waits: List[int] = []
+
+        def position(inst: Tuple[int, int]) -> int:
+            # the compiler counts groups as if each iteration committed them in id order
+            return inst[1] * n_groups + inst[0]
 
         trip = sched.max_stage + 3  # enough body iterations to reach the steady state
 
@@ -398,6 +396,8 @@ class _Tracer:
         def emit_step(rows: Sequence[Row], k: int, record: bool) -> None:
             nonlocal commits
             gids = {r.index: group_of[r.index] for r in rows if r.index in group_of}
+            last_of = {g: pos for pos, r in enumerate(rows) for g in [gids.get(r.index)]
+                       if g is not None}
             for pos, r in enumerate(rows):
                 it = logical(r, k)
                 reads, _ = _rw(r.stmt, self.shared)
@@ -409,22 +409,27 @@ class _Tracer:
                     inst = (g, it)
                     if inst in complete or inst not in committed:
                         continue
-                    n = len(committed) - committed.index(inst) - 1
+                    n = max(0, position(committed[-1]) - position(inst))
                     need = n if need is None else min(need, n)
                 if need is not None:
-                    for inst in committed[:len(committed) - need]:
-                        complete.add(inst)
+                    for inst in committed:
+                        if position(inst) <= position(committed[-1]) - need:
+                            complete.add(inst)
                     if record:
                         waits.append(need)
                         self.events.append(Event("wait", r.section, li, n=need))
                         self.sync(r.section, li, note="after wait")
                 accs = self.row_accs(r, versions)
+                if record and r is first_row and accs and _conflict(self.pending, accs, self.layout):
+                    self.sync("pre", li, note="before pipeline")
                 if record:
                     self.access(accs, Event("stmt", r.section, li, row=r, stmt=r.stmt))
                 if r.index in gids:
+                    g = gids[r.index]
                     nxt = rows[pos + 1] if pos + 1 < len(rows) else None
-                    if nxt is None or gids.get(nxt.index) != gids[r.index]:
-                        committed.append((gids[r.index], it))
+                    if nxt is None or gids.get(nxt.index) != g:
+                        if last_of[g] == pos:
+                            committed.append((g, it))
                         if record:
                             commits += 1
                             self.events.append(Event("commit", r.section, li))
@@ -499,7 +504,7 @@ def trace(kernel: Kernel, env, loops: Sequence[LoopResult], target: str,
     loops = list(loops)
 
     def visit(s: Stmt) -> None:
-        lr = _find_result(s.loop, loops) if (s.loop is not None and s.loop.kind == "pipelined") \
+        lr = loop_result(s.loop, loops) if (s.loop is not None and s.loop.kind == "pipelined") \
             else None
         li = loops.index(lr) if lr is not None else -1
         sched = modulo_schedule(lr, _trip(lr, env)) if lr is not None and lr.pipelined and \

@@ -617,12 +617,25 @@ def _reaches(env, node, target):
     return False
 
 
-def pipeline_regions(env, funcs, loop, first, last, kernel_file):
+SYNC_BUILTINS = ("tirx.tvm_storage_sync", "tirx.ptx_commit_group", "tirx.ptx_wait_group")
+
+
+def _is_sync_call(env, node):
+    """An ``Evaluate`` of a sync builtin: its span is the enclosing loop's, whichever
+    loop that is, so it says nothing about which code it belongs to."""
+    if not isinstance(node, env.tirx.Evaluate) or not isinstance(node.value, env.tirx.Call):
+        return False
+    return str(getattr(node.value.op, "name", "")) in SYNC_BUILTINS
+
+
+def pipeline_regions(env, funcs, loop, first, last, kernel_file, extra_lines=()):
     """(prologue statements, epilogue statements) of the pipelined loop whose emitted
     steady-state ``For`` is ``loop``.  InjectSoftwarePipeline puts the prologue right
     before that loop and the epilogue right after it, in the same sequence.  A sibling
     belongs to the pipeline when one of its statements has a span in the user's loop
-    (lines ``first``..``last`` of the kernel's file); one with a span elsewhere in that
+    (lines ``first``..``last`` of the kernel's file, or ``extra_lines``: the lines of
+    its scheduled statements, which for a macro are in the macro's body); one with a
+    span elsewhere in that
     file is the kernel's own code and ends the region; a sibling without such spans
     (a sync call, a gemm expanded from the library) is kept inside the region, but sync
     calls at its outer edges are not the pipeline's (ThreadSync puts them there for
@@ -647,11 +660,11 @@ def pipeline_regions(env, funcs, loop, first, last, kernel_file):
 
         def visit(node):
             nonlocal member, foreign
-            if isinstance(node, tirx.Stmt):
+            if isinstance(node, tirx.Stmt) and not _is_sync_call(env, node):
                 ln, fn = env.span(node)
                 if ln is not None and (not kernel_file or not fn or
                                        os.path.abspath(fn) == os.path.abspath(kernel_file)):
-                    if first <= ln <= last:
+                    if first <= ln <= last or ln in extra_lines:
                         member = True
                     else:
                         foreign = True
@@ -728,7 +741,8 @@ def extract_sync(env, art, loops, kernel_file):
             continue
         ir_count = storage_syncs_in(env, all_fors[best].body)
         regions = pipeline_regions(env, [f for _, f in dev], all_fors[best], entry["line"],
-                                   entry.get("end_line") or entry["line"], kernel_file)
+                                   entry.get("end_line") or entry["line"], kernel_file,
+                                   {st.get("line") for st in entry.get("statements") or ()})
         if regions is None:
             res["regions"].append(None)
         else:
