@@ -128,6 +128,14 @@ def test_errors_match(path: Path, target: str) -> None:
             assert err["line"] in [d.span.line for d in hits], (
                 f"{name}: compiler blames line {err['line']}, tilelint "
                 f"{[d.span.line for d in hits]}")
+        # The compiler tried to pipeline the loop and failed: the loop stays
+        # pipelined, says why, and the kernel (no code emitted) claims no sync.
+        kr = _kernel(analysis, name)
+        rejected = [lr for lr in kr.loops if lr.rejected]
+        assert rejected, f"{name}: no loop of the model is marked as rejected by the compiler"
+        for lr in rejected:
+            assert lr.pipelined and code in lr.note, (name, lr.pipelined, lr.note)
+        assert kr.sync is None, f"{name}: the compiler emits no code, the model claims sync"
 
 
 @pytest.mark.parametrize("path,target", CASES)
@@ -212,7 +220,9 @@ def test_shared_memory_matches(path: Path, target: str) -> None:
 @pytest.mark.parametrize("path,target", cases("sync"))
 def test_threads_and_sync_match(path: Path, target: str) -> None:
     """Threads per block, kernel-level __syncthreads, cp.async commits and the
-    wait_group list, __syncthreads inside each steady-state loop, mbarriers."""
+    wait_group list, __syncthreads inside each steady-state loop, mbarriers, and per
+    pipelined loop the sync of its prologue, of one iteration of the generated loop
+    and of its epilogue, field by field."""
     facts = _facts(path, target)
     analysis = _model(path, target)
     for name, k in _lowered(facts).items():
@@ -230,6 +240,24 @@ def test_threads_and_sync_match(path: Path, target: str) -> None:
             if n is None or lr.sync is None:
                 continue
             assert lr.sync.syncthreads == n, f"{name}: __syncthreads in loop line {lr.loop.span.line}"
+        for lr, regions in zip(kr.loops, sync.get("regions") or [], strict=False):
+            if regions is None or lr.sync is None:
+                continue
+            for what, ours in (("prologue", lr.prologue_sync), ("body", lr.sync),
+                               ("epilogue", lr.epilogue_sync)):
+                assert region_fields(ours) == region_fields(regions[what]), (
+                    f"{name}: sync of the {what} of loop line {lr.loop.span.line}")
+
+
+def region_fields(sync) -> dict:
+    """The fields of one region of a loop's sync (a LoopSync, None for a region the
+    model says is empty, or the oracle's dict) that both sides give."""
+    keys = ("syncthreads", "cp_async_commit", "cp_async_wait", "mbarrier_wait")
+    if sync is None:
+        return {"syncthreads": 0, "cp_async_commit": 0, "cp_async_wait": [], "mbarrier_wait": 0}
+    if isinstance(sync, dict):
+        return {k: list(sync[k]) if k == "cp_async_wait" else sync[k] for k in keys}
+    return {k: list(getattr(sync, k)) if k == "cp_async_wait" else getattr(sync, k) for k in keys}
 
 
 def _expected_warnings(k: dict) -> set:
