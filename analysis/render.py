@@ -67,6 +67,7 @@ def loop_json(lr: LoopResult) -> Dict[str, object]:
         "sync": loop_sync_json(lr.sync),
         "prologue_sync": loop_sync_json(lr.prologue_sync),
         "epilogue_sync": loop_sync_json(lr.epilogue_sync),
+        "note": lr.note or None,
     }
 
 
