@@ -13,6 +13,7 @@ import re
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from . import frontend, targets as targets_mod, values
+from .directives import NOQA
 from .loops import (
     active_view,
     loop_active as loop_active,  # re-exported for callers of pipeline
@@ -34,23 +35,31 @@ from .model import (
 
 
 def analyze(source: str, path: str = "<stdin>", settings: Optional[Settings] = None,
-            module: Optional[Module] = None) -> Analysis:
-    """Analyse one file's text.  Never raises on bad input."""
+            module: Optional[Module] = None,
+            selection: Tuple[Tuple[str, str], ...] = ()) -> Analysis:
+    """Analyse one file's text from scratch.  Never raises on bad input.
+
+    ``selection`` pairs a kernel (or factory) name, or ``*``, with the label
+    of the instance to report (the editor's ``binding`` setting).  The
+    incremental engine (``host.AnalysisHost``) returns the same value for the
+    same text through :func:`analyze_module` with its caches."""
     settings = settings or Settings()
-    target = targets_mod.normalise(settings.target)
     if module is None:
         module = frontend.parse_module(source)
+    return analyze_module(module, source, path, settings, selection)
+
+
+def analyze_module(module: Module, source: str, path: str, settings: Settings,
+                   selection: Tuple[Tuple[str, str], ...] = (), run=None) -> Analysis:
+    """Every kernel of ``module`` through ``run`` (default :func:`run_kernel`;
+    the host passes a caching one), then the file's filtering."""
+    run = run or run_kernel
+    target = targets_mod.normalise(settings.target)
     diagnostics: List[Diagnostic] = list(module.problems)
     results: List[KernelResult] = []
     for kernel in module.kernels:
-        try:
-            krs, kdiags = analyze_kernel(module, kernel, target, settings, source)
-        except Exception as exc:  # a bug of ours must not take the editor down
-            krs = [KernelResult(kernel=kernel)]
-            kdiags = [Diagnostic(
-                code="TL000", severity="error", span=kernel.name_span, kernel=kernel.name,
-                message=f"tilelint internal error while analysing `{kernel.name}`: "
-                        f"{type(exc).__name__}: {exc}. Please report this.")]
+        select = selected_label(selection, kernel.name, kernel.factory) if selection else None
+        krs, kdiags = run(module, kernel, target, settings, source, select)
         results.extend(krs)
         if kernel.kernel_span is None:
             # A prim_func at the TIR level (no ``T.Kernel``): tilelang.lower
@@ -61,6 +70,59 @@ def analyze(source: str, path: str = "<stdin>", settings: Optional[Settings] = N
     diagnostics = filter_diagnostics(diagnostics, source, settings)
     return Analysis(path=path, target=target, kernels=tuple(results),
                     diagnostics=tuple(diagnostics), module=module)
+
+
+def selected_label(selection: Tuple[Tuple[str, str], ...], kernel_name: str,
+                   factory: Optional[str]) -> Optional[str]:
+    """The label ``selection`` picks for one kernel (a per-kernel entry beats ``*``)."""
+    hit = None
+    for name, label in selection:
+        if name in (kernel_name, factory):
+            return label
+        if name == "*":
+            hit = label
+    return hit
+
+
+def run_kernel(module: Module, kernel: Kernel, target: str, settings: Settings,
+               source: Optional[str], select: Optional[str] = None
+               ) -> Tuple[List[KernelResult], List[Diagnostic]]:
+    """:func:`analyze_kernel` for the instance labelled ``select`` (None: the
+    default one, or all of them with ``settings.all_bindings``); a bug of ours
+    becomes TL000 on the kernel's name instead of an exception."""
+    try:
+        if select is not None and not settings.all_bindings:
+            return _analyze_selected(module, kernel, target, settings, source, select)
+        return analyze_kernel(module, kernel, target, settings, source)
+    except Exception as exc:  # a bug of ours must not take the editor down
+        return [KernelResult(kernel=kernel)], [Diagnostic(
+            code="TL000", severity="error", span=kernel.name_span, kernel=kernel.name,
+            message=f"tilelint internal error while analysing `{kernel.name}`: "
+                    f"{type(exc).__name__}: {exc}. Please report this.")]
+
+
+def _analyze_selected(module: Module, kernel: Kernel, target: str, settings: Settings,
+                      source: Optional[str], select: str
+                      ) -> Tuple[List[KernelResult], List[Diagnostic]]:
+    """The results of the instance labelled ``select``: every instance is
+    analysed and the one asked for is kept, with the diagnostics that hold for
+    it; a label the kernel does not have gives the default instance."""
+    import dataclasses
+    overrides = kernel_overrides(kernel, settings)
+    labels = values.instance_labels(module, kernel, overrides)
+    if select not in labels[1:]:  # the default one, or a label it does not have
+        return analyze_kernel(module, kernel, target, settings, source)
+    krs, diags = analyze_kernel(
+        module, kernel, target, dataclasses.replace(settings, all_bindings=True), source)
+    hit = [kr for kr in krs if kr.config_label == select]
+    if not hit:  # pragma: no cover - labels and results come from the same instances
+        return analyze_kernel(module, kernel, target, settings, source)
+    kept = []
+    for d in diags:
+        if d.configs and select not in d.configs:
+            continue
+        kept.append(dataclasses.replace(d, configs=()) if d.configs else d)
+    return hit[:1], kept
 
 
 # --------------------------------------------------------------------------
@@ -482,7 +544,7 @@ class _TraceCtx:
     # -- why ---------------------------------------------------------------------
     def imports(self) -> Dict[str, Tuple[str, bool]]:
         if self._imports is None:
-            self._imports = _imported_names(self.source or "")
+            self._imports = imported_names(self.source or "")
         return self._imports
 
     def is_module(self, name: str) -> bool:
@@ -669,7 +731,7 @@ _IMPORT_FROM = re.compile(r"^[ \t]*from[ \t]+(?P<mod>[\w.]+)[ \t]+import[ \t]+"
 _IMPORT = re.compile(r"^[ \t]*import[ \t]+(?P<names>[^\n#;]*)", re.MULTILINE)
 
 
-def _imported_names(source: str) -> Dict[str, Tuple[str, bool]]:
+def imported_names(source: str) -> Dict[str, Tuple[str, bool]]:
     """name → (module it comes from, whether the name is that module itself)."""
     out: Dict[str, Tuple[str, bool]] = {}
     if "import" not in source:
@@ -782,8 +844,6 @@ def unresolved_diagnostics(kernel: Kernel, env: values.Env,
 # Suppressions and rule selection
 # --------------------------------------------------------------------------
 
-_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*))?",
-                   re.IGNORECASE)
 _FILE_NOQA = re.compile(r"^#\s*tilelint:\s*noqa\b", re.IGNORECASE | re.MULTILINE)
 
 # Codes that only appear when selected explicitly.
@@ -798,7 +858,7 @@ def noqa_map(source: str) -> Dict[int, Optional[Tuple[str, ...]]]:
     for i, line in enumerate(_plain_lines(source), start=1):
         if "#" not in line:
             continue
-        m = _NOQA.search(line)
+        m = NOQA.search(line)
         if m is None:
             continue
         codes = m.group("codes")

@@ -124,7 +124,8 @@ async def test_utf16_columns_on_non_ascii_line(client: LanguageClient):
 
 
 @pytest.mark.asyncio(loop_scope="module")
-async def test_broken_statement_keeps_last_good_results(client: LanguageClient):
+async def test_broken_statement_reports_what_analyze_reports(client: LanguageClient):
+    from tilelint.analysis import analyze
     uri = uri_for("smem_over.py", "broken")
     text = read("smem_over.py")
     open_doc(client, uri, text)
@@ -139,12 +140,18 @@ async def test_broken_statement_keeps_last_good_results(client: LanguageClient):
     got = codes(pub.diagnostics)
     assert "TL001" in got
     assert [d.range.start.line for d in pub.diagnostics if d.code == "TL001"][0] >= idx
-    # The kernel keeps the values from the last good parse of the call site.
-    assert "TL201" in got, got
-    # Break the kernel itself: its result goes, the TL001 moves there.
+    # The server holds no memory of the last good parse: it publishes what a
+    # fresh analysis of the broken text gives (the call site's sizes are gone).
+    broken = lines[:idx] + [lines[idx][:-1]] + lines[idx + 1:]
+    fresh = analyze("\n".join(broken) + "\n", "smem_over.py")
+    assert sorted((d.code, d.range.start.line) for d in pub.diagnostics) == \
+        sorted((d.code, d.span.line - 1) for d in fresh.diagnostics)
+    # Fixed again: the call site's values are back.
     change(client, uri, 3, rng(idx, end - 1, idx, end - 1), ")")
     pub = await wait_published(client, uri, 3)
     assert codes(pub.diagnostics).count("TL001") == 0
+    assert "TL201" in codes(pub.diagnostics)
+    # Break the kernel itself: the TL001 moves there.
     kidx = next(i for i, ln in enumerate(lines) if "T.gemm(" in ln)
     change(client, uri, 4, rng(kidx, len(lines[kidx]), kidx, len(lines[kidx])), " +")
     pub = await wait_published(client, uri, 4)

@@ -1,0 +1,859 @@
+"""The incremental analysis engine: text changes in, immutable snapshots out.
+
+An :class:`AnalysisHost` keeps the text of every file it is given, as lines
+cut into top-level chunks (:class:`Slot`).  An edit (:meth:`AnalysisHost.edit`)
+splices the lines and marks the chunks it touched dirty; nothing is parsed
+then.  :meth:`AnalysisHost.snapshot` hands out an immutable
+:class:`Snapshot`, and ``snapshot.analysis(path, settings)`` returns exactly
+what ``pipeline.analyze(text, path, settings)`` returns for the snapshot's
+text.  It gets there with two caches, both owned by the host:
+
+* **Chunks.**  Only dirty regions are re-split into top-level statements
+  (:func:`resplit`, with ``frontend.split_chunks``); each chunk's model comes
+  from :class:`ParseCache`, keyed by the chunk's text (a chunk that only moved
+  is shifted, not re-parsed).  The module is ``frontend.combine`` of the chunk
+  models, as in ``frontend.parse_module``.
+* **Kernels.**  Each kernel's result (``pipeline.run_kernel``) is kept under
+  its own chunk's text and its index in that chunk, together with the values
+  it depends on (:func:`kernel_inputs`): the module constants it can reach by
+  name, the other chunks holding the functions, macros, call sites and
+  caller statements it can reach (with their place, since call-site lines
+  show up in labels), the imports, the target, the settings and the chosen
+  binding.  When every one of them is equal in a later snapshot the result is
+  reused, its spans inside the kernel's own chunk moved by as many lines as
+  the chunk moved; so an edit re-analyses only the kernels whose inputs
+  changed.
+
+The inputs are found by following names from the kernel's chunk: a name
+reaches the constants and functions of that name; the kernel's factory, a
+class and each calling function reach their call sites; a calling function is
+followed only through the statements that can change the values it passes
+(the assignments to those names, the tests and loops around them), not through
+unrelated calls, so editing one factory does not invalidate the kernels called
+after it in ``main()``.  ``tests/test_host_replay.py`` replays random edits and
+compares every snapshot with a fresh ``analyze``.
+
+Pure: no I/O, never raises on bad code.  Not thread-safe by itself except for
+what :class:`AnalysisHost` guards with its lock (edits on one thread, analyses
+on another is the language server's use).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import threading
+from collections import OrderedDict
+from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
+
+from . import frontend, pipeline, schedule_ascend
+from .model import (
+    Analysis,
+    Call,
+    CallSite,
+    Diagnostic,
+    FuncStmt,
+    Kernel,
+    Module,
+    Name,
+    Settings,
+    Span,
+)
+from .text import splice, split_lines
+
+# Characters Python's str.splitlines() treats as line breaks but LSP and the
+# tokenizer do not; a region holding one is not split further.
+_ODD_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+# --------------------------------------------------------------------------
+# Chunk slots
+# --------------------------------------------------------------------------
+
+
+class Slot:
+    """A run of lines ``[start, end)`` (0-based) holding one top-level statement."""
+
+    __slots__ = ("start", "end", "dirty")
+
+    def __init__(self, start: int, end: int, dirty: bool = True) -> None:
+        self.start = start
+        self.end = end
+        self.dirty = dirty
+
+    def copy(self) -> "Slot":
+        return Slot(self.start, self.end, self.dirty)
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return f"Slot({self.start}, {self.end}, dirty={self.dirty})"
+
+
+def _find(slots: Sequence[Slot], line: int) -> int:
+    lo, hi = 0, len(slots) - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if slots[mid].start <= line:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _region_needs_next(lines: Sequence[str], start: int, end: int) -> bool:
+    """Does the region end where the next top-level statement cannot start
+    fresh (a trailing decorator or a backslash continuation)?"""
+    i = end - 1
+    while i >= start:
+        text = lines[i].rstrip("\r\n")
+        stripped = text.strip()
+        if stripped and not stripped.startswith("#"):
+            return text.startswith("@") or text.endswith("\\")
+        i -= 1
+    return False
+
+
+def _starts_indented(lines: Sequence[str], start: int) -> bool:
+    """Does the code from ``start`` on continue the statement before it: an
+    indented line, or a clause (``else``/``elif``/``except``/``finally``) of a
+    top-level compound statement?"""
+    i = start
+    while i < len(lines):
+        text = lines[i].rstrip("\r\n")
+        if text.strip() and not text.lstrip().startswith("#"):
+            return text[:1].isspace() or \
+                frontend.first_word(text) in frontend.CLAUSE_KEYWORDS
+        i += 1
+        if i - start > 1000:
+            break
+    return False
+
+
+def resplit(lines: Sequence[str], slots: List[Slot]) -> List[Slot]:
+    """Re-split every dirty slot into top-level statements."""
+    out: List[Slot] = []
+    i = 0
+    n = len(slots)
+    while i < n:
+        slot = slots[i]
+        if not slot.dirty:
+            out.append(slot)
+            i += 1
+            continue
+        start, end = slot.start, slot.end
+        # A region whose first line is indented continues the statement before it.
+        while out and _starts_indented(lines, start):
+            prev = out.pop()
+            start = prev.start
+        # Absorb following slots while the region's end would glue onto them.
+        while i + 1 < n and (_region_needs_next(lines, start, end)
+                             or _starts_indented(lines, end)):
+            i += 1
+            end = slots[i].end
+        i += 1
+        text = "".join(lines[start:end])
+        if not text or _ODD_BREAKS.search(text):
+            out.append(Slot(start, end, False))
+            continue
+        pieces: List[Slot] = []
+        for c in frontend.split_chunks(text):
+            s = start + c.start_line - 1
+            if pieces:
+                pieces[-1].end = s
+            pieces.append(Slot(s, end, False))
+        if not pieces:
+            pieces = [Slot(start, end, False)]
+        pieces[0].start = start
+        out.extend(p for p in pieces if p.end > p.start)
+    return out
+
+
+def _mark(slots: List[Slot], line_count: int, sl: int, el: int, delta: int) -> List[Slot]:
+    """The slots after an edit of lines ``sl..el`` that changed the line count
+    by ``delta``: the touched ones merged into one dirty slot, the rest moved."""
+    if not slots:
+        return [Slot(0, line_count)]
+    i0 = _find(slots, sl)
+    i1 = _find(slots, el)
+    merged = Slot(slots[i0].start, slots[i1].end + delta, True)
+    rest = [Slot(s.start + delta, s.end + delta, s.dirty) if delta else s
+            for s in slots[i1 + 1:]]
+    new = slots[:i0] + [merged] + rest
+    if new[-1].end != line_count:  # keep the slots covering every line
+        new[-1] = Slot(new[-1].start, line_count, True)
+    return [s for s in new if s.end > s.start] or [Slot(0, line_count)]
+
+
+# --------------------------------------------------------------------------
+# Moving results
+# --------------------------------------------------------------------------
+
+_FIELDS: Dict[type, Tuple[str, ...]] = {}
+
+
+def shift(obj: Any, delta: int, lo: int = 0, hi: Optional[int] = None,
+          memo: Optional[Dict[int, Any]] = None) -> Any:
+    """A copy of a frozen model value with every Span that starts on a line in
+    ``[lo, hi)`` (1-based; ``hi`` None: no end) moved down ``delta`` lines."""
+    if memo is None:
+        memo = {}
+    if isinstance(obj, Span):
+        if obj.line < lo or (hi is not None and obj.line >= hi):
+            return obj
+        return Span(obj.line + delta, obj.col, obj.end_line + delta, obj.end_col)
+    if isinstance(obj, tuple):
+        if not obj:
+            return obj
+        new = tuple(shift(x, delta, lo, hi, memo) for x in obj)
+        return obj if all(a is b for a, b in zip(new, obj, strict=True)) else new
+    if isinstance(obj, list):
+        return [shift(x, delta, lo, hi, memo) for x in obj]
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        key = id(obj)
+        hit = memo.get(key)
+        if hit is not None:
+            return hit
+        fields = _FIELDS.get(type(obj))
+        if fields is None:
+            fields = tuple(f.name for f in dataclasses.fields(obj))
+            _FIELDS[type(obj)] = fields
+        changes = {}
+        for name in fields:
+            val = getattr(obj, name)
+            if isinstance(val, (Span, tuple)) or (
+                    dataclasses.is_dataclass(val) and not isinstance(val, type)):
+                new = shift(val, delta, lo, hi, memo)
+                if new is not val:
+                    changes[name] = new
+        out = dataclasses.replace(obj, **changes) if changes else obj
+        memo[key] = out
+        return out
+    return obj
+
+
+# --------------------------------------------------------------------------
+# Chunk models
+# --------------------------------------------------------------------------
+
+
+def _internal_error(text: str, start_line: int, exc: BaseException) -> frontend.ChunkModel:
+    first = text.split("\n", 1)[0]
+    return frontend.ChunkModel(problems=(Diagnostic(
+        code="TL000", severity="error",
+        span=Span(start_line, 0, start_line, len(first.rstrip("\r"))),
+        message=f"tilelint internal error while reading this statement: "
+                f"{type(exc).__name__}: {exc}. Please report this."),))
+
+
+class ParseCache:
+    """Chunk text → chunk model, independent of where the chunk sits."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._items: "OrderedDict[Tuple[str, frontend.Aliases], Tuple[int, frontend.ChunkModel]]" \
+            = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, text: str, start_line: int, aliases: frontend.Aliases) -> frontend.ChunkModel:
+        key = (text, aliases)
+        hit = self._items.get(key)
+        if hit is not None:
+            self._items.move_to_end(key)
+            base, cached = hit
+            self.hits += 1
+            if base == start_line:
+                return cached
+            moved = shift(cached, start_line - base)
+            self._items[key] = (start_line, moved)
+            return moved
+        self.misses += 1
+        try:
+            model_ = frontend.parse_chunk(text, start_line, aliases)
+        except Exception as exc:  # a frontend bug must not take the editor down
+            return _internal_error(text, start_line, exc)
+        self._items[key] = (start_line, model_)
+        if len(self._items) > self.size:
+            self._items.popitem(last=False)
+        return model_
+
+
+# --------------------------------------------------------------------------
+# What a kernel's result depends on
+# --------------------------------------------------------------------------
+
+
+def _add_func_names(func: str, out: Set[str]) -> None:
+    parts = func.split(".")
+    out.add(func)
+    out.add(parts[0])
+    out.add(parts[-1])
+    if parts[0] == "self" and len(parts) > 1:
+        out.add(parts[1])
+
+
+def names_in(obj: Any, out: Optional[Set[str]] = None,
+             memo: Optional[Set[int]] = None) -> Set[str]:
+    """Every name a model value mentions: ``Name`` ids, called function names
+    (whole, first and last part), macro/def/parameter names; a superset of
+    the names the analysis can look up for it."""
+    if out is None:
+        out = set()
+    if memo is None:
+        memo = set()
+    stack = [obj]
+    while stack:
+        o = stack.pop()
+        if o is None or isinstance(o, (str, int, float, bool, Span)):
+            continue
+        if isinstance(o, (tuple, list)):
+            stack.extend(o)
+            continue
+        if not dataclasses.is_dataclass(o) or isinstance(o, type):
+            continue
+        key = id(o)
+        if key in memo:
+            continue
+        memo.add(key)
+        if isinstance(o, Name):
+            out.add(o.id)
+            continue
+        if isinstance(o, (Call, CallSite)):
+            _add_func_names(o.func, out)
+        name = getattr(o, "name", None)
+        if isinstance(name, str):
+            out.add(name)
+        for fname in _fields(o):
+            val = getattr(o, fname)
+            if isinstance(val, str):
+                if fname in ("factory", "class_name", "id",
+                             "vararg", "kwarg"):
+                    out.add(val)
+                continue
+            if val is not None and not isinstance(val, (int, float, bool, Span)):
+                stack.append(val)
+    return out
+
+
+def _fields(o: Any) -> Tuple[str, ...]:
+    fields = _FIELDS.get(type(o))
+    if fields is None:
+        fields = tuple(f.name for f in dataclasses.fields(o))
+        _FIELDS[type(o)] = fields
+    return fields
+
+
+_NAMES: "OrderedDict[int, Tuple[Any, FrozenSet[str]]]" = OrderedDict()
+
+
+def _names_cached(obj: Any) -> FrozenSet[str]:
+    hit = _NAMES.get(id(obj))
+    if hit is not None and hit[0] is obj:
+        return hit[1]
+    names = frozenset(names_in(obj))
+    _NAMES[id(obj)] = (obj, names)
+    if len(_NAMES) > 20000:
+        _NAMES.popitem(last=False)
+    return names
+
+
+_EMPTY: FrozenSet[str] = frozenset()
+
+
+def _stmt_names(st: FuncStmt) -> Tuple[FrozenSet[str], FrozenSet[str], Optional[str]]:
+    """(names assigned, names read, the base a bare ``x.method(...)`` call mutates)."""
+    hit = _STMTS.get(id(st))
+    if hit is not None and hit[0] is st:
+        return hit[1]
+    targets = _names_cached(st.target) if st.target is not None else _EMPTY
+    reads = _names_cached(st.value) if st.value is not None else _EMPTY
+    v = st.value
+    base = v.func.split(".")[0] if st.kind == "expr" and isinstance(v, Call) \
+        and "." in v.func else None
+    out = (targets, reads, base)
+    _STMTS[id(st)] = (st, out)
+    if len(_STMTS) > 20000:
+        _STMTS.popitem(last=False)
+    return out
+
+
+_STMTS: "OrderedDict[int, Tuple[FuncStmt, Tuple[FrozenSet[str], FrozenSet[str], Optional[str]]]]" \
+    = OrderedDict()
+
+
+def _frame_names(stmts: Sequence[FuncStmt], need: Set[str]) -> bool:
+    """Grow ``need`` with the names the statements of a calling function read
+    to compute names already in ``need`` (assignments to them, mutations of
+    them, every test and loop).  True when something was added."""
+    grew = False
+    for st in stmts:
+        targets, reads, base = _stmt_names(st)
+        kind = st.kind
+        add: Iterable[str] = ()
+        if kind == "assign":
+            if not targets.isdisjoint(need):
+                add = reads
+        elif kind == "expr":
+            if base is not None and base in need:
+                add = reads
+        elif kind in ("if", "while"):
+            add = reads
+        elif kind == "for":
+            add = reads | targets
+        if add and not need.issuperset(add):
+            need.update(add)
+            grew = True
+        if st.body and _frame_names(st.body, need):
+            grew = True
+        if st.orelse and _frame_names(st.orelse, need):
+            grew = True
+    return grew
+
+
+@dataclasses.dataclass
+class _Index:
+    """Where the module's names live, per chunk (built once per snapshot)."""
+
+    chunks: List[Tuple[str, int, frontend.ChunkModel]]  # (text, start line (1-based), model)
+    consts: Dict[str, List[Any]]
+    owners: Dict[str, List[int]]  # def/class/macro/helper/function name → chunk indices
+    defs: Dict[str, List[Any]]  # def name / class name → FuncDefs
+    calls: Dict[str, List[Tuple[int, CallSite]]]  # callee name part → (chunk, call)
+    toplevel: List[int]  # chunks with module-level statements
+    argparse: List[int]
+    imports: Tuple[Tuple[str, Tuple[str, bool]], ...]
+    whole_parses: bool
+    aliases: Any = None
+    frames: Dict[int, Tuple[FrozenSet[str], Dict[FrozenSet[str], FrozenSet[str]]]] = \
+        dataclasses.field(default_factory=dict)
+    classes: Set[str] = dataclasses.field(default_factory=set)
+    toplevel_stmts: List[FuncStmt] = dataclasses.field(default_factory=list)
+
+    def call_names(self, c: CallSite) -> FrozenSet[str]:
+        """The names a call site's arguments read."""
+        hit = _CALLS.get(id(c))
+        if hit is not None and hit[0] is c:
+            return hit[1]
+        names = frozenset(names_in((c.args, c.kwargs, c.star_kwargs)))
+        _CALLS[id(c)] = (c, names)
+        if len(_CALLS) > 20000:
+            _CALLS.popitem(last=False)
+        return names
+
+
+_CALLS: "OrderedDict[int, Tuple[CallSite, FrozenSet[str]]]" = OrderedDict()
+
+
+def _build_index(chunks: List[Tuple[str, int, frontend.ChunkModel]], source: str) -> _Index:
+    consts: Dict[str, List[Any]] = {}
+    owners: Dict[str, List[int]] = {}
+    defs: Dict[str, List[Any]] = {}
+    calls: Dict[str, List[Tuple[int, CallSite]]] = {}
+    toplevel: List[int] = []
+    argp: List[int] = []
+    broken = False
+    for i, (_text, _start, cm) in enumerate(chunks):
+        if any(p.code in ("TL001", "TL000") for p in cm.problems):
+            broken = True
+        for name, expr in cm.constants:
+            consts.setdefault(name, []).append(expr)
+        for d in cm.defs:
+            owners.setdefault(d.name, []).append(i)
+            defs.setdefault(d.name, []).append(d)
+            if d.class_name is not None:
+                owners.setdefault(d.class_name, []).append(i)
+                defs.setdefault(d.class_name, []).append(d)
+        for m in cm.macros:
+            owners.setdefault(m.name, []).append(i)
+        for name, _params in cm.functions:
+            owners.setdefault(name, []).append(i)
+        for h in cm.iter_helpers:
+            owners.setdefault(h[0], []).append(i)
+        for k in cm.kernels:
+            owners.setdefault(k.name, []).append(i)
+        for c in cm.call_sites:
+            parts = c.func.split(".")
+            for key in {c.func, parts[-1]}:
+                calls.setdefault(key, []).append((i, c))
+        if cm.toplevel:
+            toplevel.append(i)
+        if cm.argparse:
+            argp.append(i)
+    imports = tuple(sorted(pipeline.imported_names(source).items()))
+    index = _Index(chunks, consts, owners, defs, calls, toplevel, argp, imports, not broken)
+    for name, ds in defs.items():
+        if any(d.class_name == name for d in ds):
+            index.classes.add(name)
+    for i in toplevel:
+        index.toplevel_stmts.extend(chunks[i][2].toplevel)
+    return index
+
+
+def kernel_inputs(index: _Index, own: int, kernel: Kernel) -> Tuple[Any, ...]:
+    """The values ``kernel`` (of chunk ``own``) can read besides its own
+    chunk's text, in a form that compares equal exactly when they are equal."""
+    _own_text, own_start, own_model = index.chunks[own]
+    starts = [n for n in (kernel.name, kernel.factory, kernel.class_name) if n]
+    need: Set[str] = set(_names_cached(own_model))
+    need.update(starts)
+    other: Set[int] = set()
+    frames: Set[Optional[str]] = set()
+    done: Set[str] = set()
+    own_calls = False
+    # Call sites are followed for the kernel itself, the functions and classes
+    # its chunk names, and (through them) the functions that call them.
+    callees: List[str] = list(starts) + [n for n in need if n in index.owners]
+    searched: Set[str] = set()
+    while True:
+        todo = need - done
+        if not todo and len(searched) == len(set(callees)):
+            break
+        for n in todo:
+            done.add(n)
+            for i in index.owners.get(n, ()):
+                if i != own:
+                    other.add(i)
+            for d in index.defs.get(n, ()):
+                need |= _names_cached(d)
+            for e in index.consts.get(n, ()):
+                need |= _names_cached(e)
+            if n in index.classes and n not in searched:
+                callees.append(n)
+        grew_frames = False
+        while len(searched) < len(set(callees)):
+            for n in [c for c in callees if c not in searched]:
+                searched.add(n)
+                for i, c in index.calls.get(n, ()):
+                    if i == own:
+                        own_calls = True
+                    else:
+                        other.add(i)
+                    need |= index.call_names(c)
+                    if c.enclosing_class and c.enclosing_class not in searched:
+                        callees.append(c.enclosing_class)
+                    if c.enclosing not in frames:
+                        frames.add(c.enclosing)
+                        grew_frames = True
+                        if c.enclosing is not None and c.enclosing not in searched:
+                            # Followed through its call sites and the statements
+                            # before the call; not called, so its name is not read.
+                            callees.append(c.enclosing)
+        # A calling function: only the statements that compute what it passes.
+        before = len(need)
+        for f in frames:
+            if f is None:
+                other.update(index.toplevel)
+                need |= _frame_closure(index, None, need)
+            else:
+                for i in index.owners.get(f, ()):
+                    if i != own:
+                        other.add(i)
+                for d in index.defs.get(f, ()):
+                    need |= _frame_closure(index, d, need)
+        if frames and grew_frames:
+            other.update(index.argparse)
+        if len(need) == before and not (need - done) and \
+                len(searched) == len(set(callees)):
+            break
+    consts = tuple((n, tuple(index.consts[n])) for n in sorted(need) if n in index.consts)
+    chunks = tuple((index.chunks[i][0], index.chunks[i][1]) for i in sorted(other))
+    return (consts, chunks, index.imports, index.whole_parses,
+            own_start if own_calls else None)
+
+
+def _frame_closure(index: _Index, d: Any, need: Set[str]) -> FrozenSet[str]:
+    """The names a calling function ``d`` reads to compute ``need``: its
+    decorators and parameters, and what :func:`_frame_names` adds.  Memoised
+    per snapshot on the part of ``need`` the function assigns."""
+    body: Sequence[FuncStmt] = index.toplevel_stmts if d is None else d.body
+    memo = index.frames.get(id(d))
+    if memo is None:
+        assigned: Set[str] = set()
+
+        def walk(stmts: Sequence[FuncStmt]) -> None:
+            for st in stmts:
+                targets, _reads, base = _stmt_names(st)
+                assigned.update(targets)
+                if base is not None:
+                    assigned.add(base)
+                walk(st.body)
+                walk(st.orelse)
+
+        walk(body)
+        memo = index.frames[id(d)] = (frozenset(assigned), {})
+    assigned, results = memo
+    key = frozenset(need & assigned)
+    hit = results.get(key)
+    if hit is None:
+        grow = set(key)
+        while _frame_names(body, grow):
+            pass
+        hit = frozenset(grow)
+        if d is not None:
+            hit |= _names_cached(d.decorators) | _names_cached(d.params)
+        results[key] = hit
+    return hit
+
+
+def _lines_above(lines: Sequence[str], start: int) -> Tuple[str, ...]:
+    """The lines above a chunk up to the first blank one (``packing.autotune_span``
+    walks up over a decorator block from the def)."""
+    out: List[str] = []
+    i = start - 1
+    while i >= 0:
+        out.append(lines[i])
+        if not lines[i].strip():
+            break
+        i -= 1
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------
+# The kernel cache
+# --------------------------------------------------------------------------
+
+
+class KernelCache:
+    """Per-kernel results of ``pipeline.run_kernel``, keyed by the kernel's own
+    chunk and the values it depends on (see :func:`kernel_inputs`)."""
+
+    def __init__(self, size: int = 2048) -> None:
+        self.size = size
+        self._items: "OrderedDict[Tuple, Tuple[Tuple, int, int, Any]]" = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: Tuple, inputs: Tuple, start: int):
+        entry = self._items.get(key)
+        if entry is None or entry[0] != inputs:
+            return None
+        self._items.move_to_end(key)
+        self.hits += 1
+        _inputs, base, end, out = entry
+        if base == start:
+            return out
+        delta = start - base
+        krs, diags = out
+        return ([shift(kr, delta, base, end) for kr in krs],
+                [shift(d, delta, base, end) for d in diags])
+
+    def put(self, key: Tuple, inputs: Tuple, start: int, end: int, out: Any) -> None:
+        self.misses += 1
+        self._items[key] = (inputs, start, end, out)
+        self._items.move_to_end(key)
+        if len(self._items) > self.size:
+            self._items.popitem(last=False)
+
+
+# --------------------------------------------------------------------------
+# The host and its snapshots
+# --------------------------------------------------------------------------
+
+
+class _File:
+    __slots__ = ("lines", "slots", "revision")
+
+    def __init__(self, text: str) -> None:
+        self.lines = split_lines(text)
+        self.slots: List[Slot] = [Slot(0, len(self.lines))]
+        self.revision = 0
+
+
+class AnalysisHost:
+    """Files' texts, changed by whole texts or range edits, and the caches
+    every snapshot shares."""
+
+    def __init__(self) -> None:
+        self._files: Dict[str, _File] = {}
+        self._lock = threading.Lock()
+        self.parse = ParseCache()
+        self.kernels = KernelCache()
+        self._revision = 0
+
+    # ---- changes ----------------------------------------------------------
+    def set_text(self, path: str, text: str) -> None:
+        with self._lock:
+            f = self._files.get(path)
+            if f is None:
+                self._files[path] = f = _File(text)
+            else:
+                f.lines = split_lines(text)
+                f.slots = [Slot(0, len(f.lines))]
+            self._bump(f)
+
+    def edit(self, path: str, start: Tuple[int, int], end: Tuple[int, int], text: str) -> None:
+        """Replace the range ``start``..``end`` ((0-based line, code-point
+        column), end exclusive; positions past the end are clamped) by ``text``."""
+        with self._lock:
+            f = self._files.get(path)
+            if f is None:
+                self._files[path] = f = _File("")
+            new, sl, el, delta = splice(f.lines, start, end, text)
+            f.lines = new
+            f.slots = _mark(f.slots, len(new), sl, el, delta)
+            self._bump(f)
+
+    def remove(self, path: str) -> None:
+        with self._lock:
+            self._files.pop(path, None)
+
+    def _bump(self, f: _File) -> None:
+        self._revision += 1
+        f.revision = self._revision
+
+    # ---- reading ----------------------------------------------------------
+    def lines(self, path: str) -> List[str]:
+        """The current lines (a copy)."""
+        with self._lock:
+            f = self._files.get(path)
+            return list(f.lines) if f is not None else [""]
+
+    def line(self, path: str, n: int) -> str:
+        f = self._files.get(path)
+        if f is None or not 0 <= n < len(f.lines):
+            return ""
+        return f.lines[n]
+
+    def snapshot(self) -> "Snapshot":
+        with self._lock:
+            files = {p: (tuple(f.lines), tuple(s.copy() for s in f.slots), f.revision)
+                     for p, f in self._files.items()}
+        return Snapshot(self, files)
+
+    def _store_slots(self, path: str, revision: int, slots: List[Slot]) -> None:
+        with self._lock:
+            f = self._files.get(path)
+            if f is not None and f.revision == revision:
+                f.slots = [s.copy() for s in slots]
+
+
+class Snapshot:
+    """The texts of a host's files at one moment; never changes."""
+
+    def __init__(self, host: AnalysisHost, files: Dict[str, Tuple[Tuple[str, ...],
+                                                                 Tuple[Slot, ...], int]]) -> None:
+        self._host = host
+        self._files = files
+        self._modules: Dict[str, Tuple[Module, Optional[_Index]]] = {}
+        # Ascend loop schedules the last analyses with ``defer_solving`` left
+        # to be solved (their kernels' results are provisional and not cached).
+        self.pending: List[Any] = []
+
+    def paths(self) -> List[str]:
+        return list(self._files)
+
+    def lines(self, path: str) -> Tuple[str, ...]:
+        hit = self._files.get(path)
+        return hit[0] if hit is not None else ("",)
+
+    def text(self, path: str) -> str:
+        return "".join(self.lines(path))
+
+    def revision(self, path: str) -> int:
+        hit = self._files.get(path)
+        return hit[2] if hit is not None else -1
+
+    def module(self, path: str) -> Module:
+        return self._module(path)[0]
+
+    def _module(self, path: str) -> Tuple[Module, Optional[_Index]]:
+        hit = self._modules.get(path)
+        if hit is not None:
+            return hit
+        lines, slots0, revision = self._files.get(path) or (("",), (), -1)
+        text = "".join(lines)
+        if frontend.too_large(text) is not None:
+            out: Tuple[Module, Optional[_Index]] = (frontend.parse_module(text), None)
+            self._modules[path] = out
+            return out
+        slots = resplit(lines, [s.copy() for s in slots0] or [Slot(0, len(lines))])
+        self._host._store_slots(path, revision, slots)
+        aliases = frontend.find_aliases(text)
+        chunks: List[Tuple[str, int, frontend.ChunkModel]] = []
+        for slot in slots:
+            chunk_text = "".join(lines[slot.start:slot.end])
+            chunks.append((chunk_text, slot.start + 1,
+                           self._host.parse.get(chunk_text, slot.start + 1, aliases)))
+        try:
+            module = frontend.combine([c[2] for c in chunks], aliases)
+        except Exception:  # pragma: no cover - defensive
+            module = frontend.parse_module(text)
+            out = (module, None)
+        else:
+            index = _build_index(chunks, text)
+            index.aliases = aliases
+            out = (module, index)
+        self._modules[path] = out
+        return out
+
+    def analysis(self, path: str, settings: Optional[Settings] = None,
+                 selection: Tuple[Tuple[str, str], ...] = (),
+                 defer_solving: bool = False, report_as: Optional[str] = None) -> Analysis:
+        """What ``pipeline.analyze(text, path, settings, selection=selection)``
+        returns for this snapshot's text of ``path`` (named ``report_as`` in
+        the result when given).  With ``defer_solving`` an Ascend schedule
+        that is not solved yet is left to the caller (``self.pending``,
+        ``schedule_ascend.solve``) and the kernel shows its predicted order
+        meanwhile."""
+        settings = settings or Settings()
+        text = self.text(path)
+        name = path if report_as is None else report_as
+        module, index = self._module(path)
+        if index is None:
+            return pipeline.analyze_module(module, text, name, settings, selection)
+        lines = self.lines(path)
+        aliases_key = index.aliases
+        # module.kernels are the chunks' kernels in order: (chunk, index in it)
+        spots = [(ci, ki) for ci, (_t, _s, cm) in enumerate(index.chunks)
+                 for ki in range(len(cm.kernels))]
+        counter = [0]
+        cache = self._host.kernels
+        pending = self.pending
+
+        def run(module_: Module, kernel: Kernel, target: str, settings_: Settings,
+                source: str, select: Optional[str]):
+            n = counter[0]
+            counter[0] = n + 1
+            ci, ki = spots[n] if n < len(spots) else (-1, -1)
+            if ci < 0:  # pragma: no cover - every kernel comes from a chunk
+                return _run(module_, kernel, target, settings_, source, select, defer_solving,
+                            pending)
+            chunk_text, start, _cm = index.chunks[ci]
+            key = (chunk_text, ki, aliases_key)
+            inputs = (kernel_inputs(index, ci, kernel), _lines_above(lines, start - 1),
+                      target, settings_, select)
+            hit = cache.get(key, inputs, start)
+            if hit is not None:
+                krs, diags = hit
+                return [dataclasses.replace(kr, kernel=kernel) if kr.kernel is not kernel
+                        else kr for kr in krs], diags
+            before = len(pending)
+            out = _run(module_, kernel, target, settings_, source, select, defer_solving,
+                       pending)
+            if len(pending) == before:
+                cache.put(key, inputs, start, start + chunk_text.count("\n") + 1, out)
+            return out
+
+        return pipeline.analyze_module(module, text, name, settings, selection, run=run)
+
+
+def _run(module: Module, kernel: Kernel, target: str, settings: Settings, source: str,
+         select: Optional[str], defer: bool, pending: List[Any]):
+    if not defer:
+        return pipeline.run_kernel(module, kernel, target, settings, source, select)
+    with schedule_ascend.deferred_solving() as waiting:
+        out = pipeline.run_kernel(module, kernel, target, settings, source, select)
+    for p in waiting:
+        if p not in pending:
+            pending.append(p)
+    return out
+
+
+def analyze_text(text: str, path: str = "<stdin>", settings: Optional[Settings] = None,
+                 selection: Tuple[Tuple[str, str], ...] = (),
+                 host: Optional[AnalysisHost] = None) -> Analysis:
+    """One file's analysis through a host (a fresh one unless given): the
+    file is set to ``text`` and analysed, sharing the host's caches."""
+    host = host or AnalysisHost()
+    host.set_text(path, text)
+    return host.snapshot().analysis(path, settings, selection)
+
