@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import ClassVar, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, ClassVar, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 from .model import (
     Access,
@@ -46,6 +46,7 @@ from .model import (
     TupleExpr,
     walk_stmt,
 )
+from .values import Env
 
 # Statement kinds that are tile operators (one call).
 TILE_KINDS = frozenset({"copy", "gemm", "fill", "reduce", "atomic", "call"})
@@ -80,7 +81,7 @@ def may_conflict(a: Region, b: Region) -> bool:
     return True
 
 
-def eval_int(env, expr: Optional[Expr]) -> Optional[int]:
+def eval_int(env: Optional[Env], expr: Optional[Expr]) -> Optional[int]:
     """``expr``'s integer value in ``env`` (None: unknown); with no ``env`` only
     an integer constant is known.  Never raises."""
     if expr is None:
@@ -103,14 +104,15 @@ def eval_int(env, expr: Optional[Expr]) -> Optional[int]:
     return None
 
 
-def _shape(name: str, env, allocs: Dict[str, Alloc]) -> Optional[Tuple[Optional[int], ...]]:
+def _shape(name: str, env: Optional[Env], allocs: Dict[str, Alloc]
+           ) -> Optional[Tuple[Optional[int], ...]]:
     a = allocs.get(name)
     if a is None:
         return None
     return tuple(eval_int(env, s) for s in a.shape)
 
 
-def _operand_region(acc: Access, env, allocs) -> Region:
+def _operand_region(acc: Access, env: Optional[Env], allocs: Dict[str, Alloc]) -> Region:
     """The region a tile operator's operand covers."""
     shape = _shape(acc.buffer, env, allocs)
     if acc.indices is None:
@@ -132,7 +134,7 @@ def _operand_region(acc: Access, env, allocs) -> Region:
     return Region(acc.buffer, tuple(dims))
 
 
-def _base_point(acc: Access, env, allocs) -> Region:
+def _base_point(acc: Access, env: Optional[Env], allocs: Dict[str, Alloc]) -> Region:
     """The point the compiler's region detector sees for a tile-op operand
     (``T.region(A_s[0, 0], ...)``): every operand is read at its base."""
     if acc.indices is None:
@@ -148,7 +150,7 @@ def _base_point(acc: Access, env, allocs) -> Region:
     return Region(acc.buffer, tuple(dims))
 
 
-def _element(acc: Access, env, allocs) -> Region:
+def _element(acc: Access, env: Optional[Env], allocs: Dict[str, Alloc]) -> Region:
     """An elementwise load/store ``X[i, j]`` (index expressions mostly symbolic)."""
     if acc.indices is None:
         return _operand_region(acc, env, allocs)
@@ -199,19 +201,20 @@ class Accesses:
 def _hull(regions: List[Region]) -> Optional[Region]:
     if not regions:
         return None
-    if any(r.dims is None for r in regions) or len({len(r.dims) for r in regions}) != 1:
+    known = [r.dims for r in regions if r.dims is not None]
+    if len(known) != len(regions) or len({len(k) for k in known}) != 1:
         return Region(regions[0].buffer, None)
-    dims = []
-    for d in range(len(regions[0].dims)):
-        los = [r.dims[d][0] for r in regions]
-        his = [r.dims[d][1] for r in regions]
-        lo = None if any(x is None for x in los) else min(los)
-        hi = None if any(x is None for x in his) else max(his)
+    dims: List[Interval] = []
+    for d in range(len(known[0])):
+        los = [x for k in known if (x := k[d][0]) is not None]
+        his = [x for k in known if (x := k[d][1]) is not None]
+        lo = min(los) if len(los) == len(known) else None
+        hi = max(his) if len(his) == len(known) else None
         dims.append((lo, hi))
     return Region(regions[0].buffer, tuple(dims))
 
 
-def stmt_accesses(stmt: Stmt, env, allocs: Dict[str, Alloc]) -> Accesses:
+def stmt_accesses(stmt: Stmt, env: Optional[Env], allocs: Dict[str, Alloc]) -> Accesses:
     out = Accesses()
     _collect(stmt, env, allocs, out)
     return out
@@ -221,7 +224,7 @@ def _child_reads_count(stmt: Stmt) -> int:
     return sum(len(c.reads) for c in stmt.children)
 
 
-def _collect(stmt: Stmt, env, allocs, out: Accesses) -> None:
+def _collect(stmt: Stmt, env: Optional[Env], allocs: Dict[str, Alloc], out: Accesses) -> None:
     if stmt.kind in TILE_KINDS:
         operands = list(stmt.reads) + [w for w in stmt.writes
                                        if all(w is not r for r in stmt.reads)]
@@ -256,11 +259,11 @@ def scope_of(name: str, allocs: Dict[str, Alloc]) -> str:
     return "global" if a is None else (a.scope or "global")
 
 
-def is_global(name: str, allocs) -> bool:
+def is_global(name: str, allocs: Dict[str, Alloc]) -> bool:
     return scope_of(name, allocs) in ("global", "")
 
 
-def is_shared(name: str, allocs) -> bool:
+def is_shared(name: str, allocs: Dict[str, Alloc]) -> bool:
     return scope_of(name, allocs) in SHARED_SCOPES
 
 
@@ -280,7 +283,7 @@ _PURE_VALUE = re.compile(
     r"(?:\.astype\([^()]*\))?\s*$")
 
 
-def _store_is_pure_copy(stmt: Stmt, allocs) -> bool:
+def _store_is_pure_copy(stmt: Stmt, allocs: Dict[str, Alloc]) -> bool:
     """``dst[...] = src[...]`` (optionally cast) with src global, dst shared/local."""
     if not stmt.writes:
         return False
@@ -301,7 +304,7 @@ def is_conditional(stmt: Stmt) -> bool:
     return any(s.kind == "if" for s in walk_stmt(stmt))
 
 
-def _global_copy_pattern(stmt: Stmt, allocs) -> bool:
+def _global_copy_pattern(stmt: Stmt, allocs: Dict[str, Alloc]) -> bool:
     for s in walk_stmt(stmt):
         if _is_copy_op(s):
             src, dst = _copy_src_dst(s)
@@ -314,7 +317,7 @@ def _global_copy_pattern(stmt: Stmt, allocs) -> bool:
     return False
 
 
-def _pure_copy(stmt: Stmt, allocs) -> bool:
+def _pure_copy(stmt: Stmt, allocs: Dict[str, Alloc]) -> bool:
     saw_copy = False
     for s in walk_stmt(stmt):
         if s.kind in TILE_KINDS:
@@ -343,7 +346,7 @@ def _single_copy_op(stmt: Stmt) -> Optional[Stmt]:
     return found
 
 
-def is_copy_stage(stmt: Stmt, allocs) -> bool:
+def is_copy_stage(stmt: Stmt, allocs: Dict[str, Alloc]) -> bool:
     if _global_copy_pattern(stmt, allocs) and _pure_copy(stmt, allocs):
         return True
     if is_conditional(stmt):
@@ -370,7 +373,7 @@ def _written_buffers(stmts: Sequence[Stmt]) -> set:
     return out
 
 
-def _has_side_effect(expr) -> bool:
+def _has_side_effect(expr: Optional[Expr]) -> bool:
     if isinstance(expr, Call):
         name = expr.func.split(".")[-1]
         if name.startswith("atomic") or name in ("call_extern", "call_intrin", "ptx_"):
@@ -461,7 +464,7 @@ def flatten_body(body: Sequence[Stmt]) -> List[Stmt]:
     return out
 
 
-def _is_floatish(expr) -> bool:
+def _is_floatish(expr: Optional[Expr]) -> bool:
     from .model import Attr
     if isinstance(expr, Const):
         return isinstance(expr.value, float)
@@ -485,7 +488,7 @@ def _is_floatish(expr) -> bool:
 _DTYPE_CALL = re.compile(r"^(T\.)?(u?int\d+|float\d+|bfloat16|float8\w*|bool)$")
 
 
-def _is_constant(expr, env=None) -> bool:
+def _is_constant(expr: Optional[Expr], env: Optional[Env] = None) -> bool:
     """A number once the kernel is traced: a literal, ``T.float16(2.0)``, or a
     Python-level value of the factory (``scale = 1.0 / dim ** 0.5``)."""
     if isinstance(expr, Const):
@@ -502,7 +505,7 @@ def _is_constant(expr, env=None) -> bool:
     return False
 
 
-def is_inlined_bind(stmt: Stmt, env=None) -> bool:
+def is_inlined_bind(stmt: Stmt, env: Optional[Env] = None) -> bool:
     """A bind that tilelang's Simplify (run before planning) substitutes into its
     uses and deletes (``CanInlineBind`` in ``src/transform/simplify.cc``): a
     constant number, a plain alias of another variable, or an integer value of
@@ -527,7 +530,7 @@ class BodyAnalysis:
     inlined: List[Stmt] = field(default_factory=list)  # integer aliases Simplify removes
 
 
-def static_body(stmts: Sequence[Stmt], env) -> Tuple[Stmt, ...]:
+def static_body(stmts: Sequence[Stmt], env: Optional[Env]) -> Tuple[Stmt, ...]:
     """``stmts`` with every ``if`` whose condition is a value known when the
     kernel is traced (``if use_bias:`` on a factory argument) replaced by the
     branch taken: the other branch does not exist for the compiler (measured on
@@ -566,12 +569,13 @@ def _replace_stmt(st: Stmt, children: Tuple[Stmt, ...]) -> Stmt:
         writes=tuple(a for c in children for a in c.writes))
 
 
-def analyse_body(loop: Loop, env=None) -> BodyAnalysis:
+def analyse_body(loop: Loop, env: Optional[Env] = None) -> BodyAnalysis:
     flat = flatten_body(static_body(loop.body, env))
     inlined = [s for s in flat if is_inlined_bind(s, env)]
     units = [s for s in flat if not is_inlined_bind(s, env)]
     written = _written_buffers(units)
-    sched, rep = [], []
+    sched: List[int] = []
+    rep: List[int] = []
     for i, s in enumerate(units):
         (rep if is_replayable_bind(s, written) else sched).append(i)
     return BodyAnalysis(units, sched, rep, inlined)
@@ -608,7 +612,7 @@ class PlanningError(Exception):
         self.kind, self.message, self.stmt, self.other = kind, message, stmt, other
 
 
-def _names_in(expr, out: set) -> None:
+def _names_in(expr: object, out: Set[str]) -> None:
     from .model import Name
     if isinstance(expr, Name):
         out.add(expr.id)
@@ -643,7 +647,8 @@ def _scalar_defs(stmt: Stmt) -> Tuple[str, ...]:
     return tuple(s.target for s in walk_stmt(stmt) if s.kind == "bind" and s.target)
 
 
-def _make_infos(stmts: Sequence[Stmt], env, allocs) -> List[_Info]:
+def _make_infos(stmts: Sequence[Stmt], env: Optional[Env], allocs: Dict[str, Alloc]
+                ) -> List[_Info]:
     infos = []
     for i, s in enumerate(stmts):
         infos.append(_Info(stmt=s, index=i, acc=stmt_accesses(s, env, allocs),
@@ -759,7 +764,8 @@ def _propagate_scalar_producers(infos: List[_Info]) -> None:
                     p.last_use, updated = c.last_use, True
 
 
-def plan_auto(stmts: Sequence[Stmt], num_stages: int, env, allocs) -> List[_Info]:
+def plan_auto(stmts: Sequence[Stmt], num_stages: int, env: Optional[Env],
+              allocs: Dict[str, Alloc]) -> List[_Info]:
     """Stage/order for a num_stages loop, as tl.PipelinePlanning assigns them."""
     infos = _make_infos(stmts, env, allocs)
     _propagate_producers(infos)
@@ -807,7 +813,7 @@ _DTYPE_BITS = {"float16": 16, "bfloat16": 16, "float32": 32, "float64": 64, "int
                "float": 32}
 
 
-def _dtype_bits(env, expr) -> Optional[int]:
+def _dtype_bits(env: Optional[Env], expr: Optional[Expr]) -> Optional[int]:
     if expr is None:
         return None
     try:
@@ -830,7 +836,8 @@ def _dtype_bits(env, expr) -> Optional[int]:
     return int(m.group(1)) if m else None
 
 
-def _tensor_param(kernel: Kernel, name: str):
+def _tensor_param(kernel: Kernel, name: str
+                  ) -> Optional[Tuple[Sequence[Optional[Expr]], Optional[Expr]]]:
     for p in kernel.params:
         if p.name == name and isinstance(p.annotation, Call):
             a = p.annotation
@@ -841,7 +848,8 @@ def _tensor_param(kernel: Kernel, name: str):
     return None
 
 
-def is_tma_load(stmt: Stmt, kernel: Optional[Kernel], env, allocs: Dict[str, Alloc]) -> bool:
+def is_tma_load(stmt: Stmt, kernel: Optional[Kernel], env: Optional[Env],
+                allocs: Dict[str, Alloc]) -> bool:
     """A T.copy the sm_90 copy classifier would lower to a TMA load."""
     if not _is_copy_op(stmt):
         return False
@@ -871,29 +879,30 @@ def is_tma_load(stmt: Stmt, kernel: Optional[Kernel], env, allocs: Dict[str, All
         shape = [eval_int(env, s) for s in info[0]]
         stride = 1
         for i in range(len(shape) - 1, 0, -1):
-            if shape[i] is None:
+            dim = shape[i]
+            if dim is None:
                 break
-            stride *= shape[i]
+            stride *= dim
             if src_bits is not None and (stride * src_bits // 8) % 16 != 0:
                 return False
     return True
 
 
-def _pipelined_loops(stmts: Sequence[Stmt]):
+def _pipelined_loops(stmts: Sequence[Stmt]) -> Iterator[Loop]:
     for s in stmts:
         if s.kind == "pipelined" and s.loop is not None:
             yield s.loop
         yield from _pipelined_loops(s.children)
 
 
-def _has_num_stages(loop: Loop, env) -> bool:
+def _has_num_stages(loop: Loop, env: Optional[Env]) -> bool:
     if loop.num_stages is None:
         return False
     v = eval_int(env, loop.num_stages)
     return v is None or v >= 1
 
 
-def warp_specialization_mode(kernel: Kernel, env, target: str,
+def warp_specialization_mode(kernel: Kernel, env: Optional[Env], target: str,
                              allocs: Optional[Dict[str, Alloc]] = None) -> str:
     """'applied', 'fallback' (candidate but the rewriter does not fire: the
     compiler then strips num_stages from every loop), or 'none'."""
@@ -939,11 +948,11 @@ def _expand_macros(s: Stmt) -> List[Stmt]:
     return [s]
 
 
-def warp_specialization_applies(kernel: Kernel, env, target: str) -> bool:
+def warp_specialization_applies(kernel: Kernel, env: Optional[Env], target: str) -> bool:
     return warp_specialization_mode(kernel, env, target) == "applied"
 
 
-def warp_specialized_loop(kernel: Kernel, env, target: str,
+def warp_specialized_loop(kernel: Kernel, env: Optional[Env], target: str,
                           allocs: Optional[Dict[str, Alloc]] = None) -> Optional[Loop]:
     """The one loop the sm_90 rewriter splits into producer/consumer (the first
     loop with num_stages in the kernel), or None."""
@@ -967,13 +976,14 @@ def is_rocm(target: str) -> bool:
 # --------------------------------------------------------------------------
 
 
-def _ints(env, exprs: Optional[Tuple[Expr, ...]]) -> Optional[List[Optional[int]]]:
+def _ints(env: Optional[Env], exprs: Optional[Tuple[Expr, ...]]
+          ) -> Optional[List[Optional[int]]]:
     if exprs is None:
         return None
     return [eval_int(env, e) for e in exprs]
 
 
-def schedule_values(env, raw: Optional[Expr],
+def schedule_values(env: Optional[Env], raw: Optional[Expr],
                     items: Optional[Tuple[Expr, ...]]) -> Optional[List[Optional[int]]]:
     """The entries of ``order=``/``stage=`` in this instance: a list whose
     length is known (an entry is None when its value is not), or None when not
@@ -989,7 +999,7 @@ def schedule_values(env, raw: Optional[Expr],
     return _sequence(env, raw)
 
 
-def _sequence(env, expr: Expr) -> Optional[List[Optional[int]]]:
+def _sequence(env: Optional[Env], expr: Expr) -> Optional[List[Optional[int]]]:
     if env is None:
         return None
     try:
@@ -1097,11 +1107,11 @@ class StageConflict:
 PlanError = Union[ScheduleLengthError, StageConflict]
 
 
-def _result(loop: Loop, **kw) -> LoopResult:
+def _result(loop: Loop, **kw: Any) -> LoopResult:
     return LoopResult(loop=loop, **kw)
 
 
-def plan_loop(loop: Loop, env, target: str, allocs: Dict[str, Alloc],
+def plan_loop(loop: Loop, env: Optional[Env], target: str, allocs: Dict[str, Alloc],
               warp_specialized: bool, ws_fallback: bool = False
               ) -> Tuple[LoopResult, List[PlanError]]:
     """Plan one ``T.Pipelined`` loop.  Diagnostics (TL101–TL111) come from
@@ -1141,14 +1151,14 @@ def plan_loop(loop: Loop, env, target: str, allocs: Dict[str, Alloc],
                        excluded_binds=excluded, manual=manual,
                        note=f"schedule not modelled: {names} is not an argument of "
                             f"tilelang 0.1.15's T.Pipelined"), diags
-    if warp_specialized and (ns_unknown or ns >= 1):
-        depth = ns
+    if warp_specialized and (ns is None or ns >= 1):  # ns is None: ns_unknown
+        depth: Optional[int] = ns
         return _result(loop, pipelined=True, num_stages=ns, depth=depth,
                        statements=tuple(plain), excluded_binds=excluded, manual=manual,
                        warp_specialized=True,
                        note="warp-specialized (producer/consumer); manual order/stage ignored"
                        if manual else "warp-specialized (producer/consumer)"), diags
-    if ws_fallback and (ns_unknown or ns >= 1) and not manual:
+    if ws_fallback and (ns is None or ns >= 1) and not manual:
         return _result(loop, pipelined=False, num_stages=ns, depth=None,
                        statements=tuple(plain), excluded_binds=excluded,
                        note="not pipelined: the warp-specialization rewriter did not apply "
@@ -1172,7 +1182,7 @@ def plan_loop(loop: Loop, env, target: str, allocs: Dict[str, Alloc],
         unknown = [k for k, v in given.items() if v is None]
         st = [ScheduledStmt(s, stg, o) for s, stg, o in zip(sched, stages, orders, strict=False)]
         if loop.num_stages is not None and ns is not None and ns > 0:
-            depth: Optional[int] = ns
+            depth = ns
         else:
             known = [s.stage for s in st if s.stage is not None]
             depth = max(known) + 1 if known and len(known) == len(st) else None
@@ -1214,12 +1224,12 @@ def plan_loop(loop: Loop, env, target: str, allocs: Dict[str, Alloc],
         return _result(loop, pipelined=False, num_stages=ns, depth=None,
                        statements=tuple(plain), excluded_binds=excluded,
                        note="compile error: overlapping writes in different stages"), diags
-    st = tuple(ScheduledStmt(p.stmt, p.stage, p.order) for p in infos)
+    planned = tuple(ScheduledStmt(p.stmt, p.stage, p.order) for p in infos)
     if len({p.stage for p in infos}) <= 1:
         # InjectSoftwarePipeline keeps a loop whose statements all share one
         # stage as a plain loop (nothing to overlap).
-        return _result(loop, pipelined=False, num_stages=ns, depth=ns, statements=st,
+        return _result(loop, pipelined=False, num_stages=ns, depth=ns, statements=planned,
                        excluded_binds=excluded,
                        note="not pipelined: no copy stage, every statement is in one stage"), diags
-    return _result(loop, pipelined=True, num_stages=ns, depth=ns, statements=st,
+    return _result(loop, pipelined=True, num_stages=ns, depth=ns, statements=planned,
                    excluded_binds=excluded), diags
