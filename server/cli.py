@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
+from . import sources
 from .config import (
     Config,
     ConfigCache,
@@ -192,23 +193,16 @@ class FileResult:
 
 def read_source(path: str, explicit: bool) -> Tuple[Optional[str], Optional[str], bool]:
     """(text, error, skipped).  Files that do not import tilelang are skipped."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except IsADirectoryError:
-        return None, "is a directory", False
-    except OSError as exc:
-        return None, f"cannot read file: {exc.strerror or exc}", False
+    data, why = sources.read_bytes(path)
+    if data is None:
+        return None, why, False
     if b"tilelang" not in data:
         return None, None, True
     if b"\x00" in data[:8192]:
         return None, "binary file (contains NUL bytes), not checked", False
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        return None, (f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at line {line}); "
-                      f"tilelint reads UTF-8 source only"), False
+    text, why = sources.decode(data)
+    if text is None:
+        return None, why, False
     if not _IMPORTS_TILELANG.search(data):
         return None, None, True
     return text, None, False
@@ -619,15 +613,9 @@ def cmd_explain(args) -> int:
     if problem:
         print(f"tilelint: error: {problem}", file=sys.stderr)
         return EXIT_ERROR
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-        text = data.decode("utf-8-sig")
-    except OSError as exc:
-        print(f"tilelint: error: {path}: cannot read file: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_ERROR
-    except UnicodeDecodeError:
-        print(f"tilelint: error: {path}: not valid UTF-8", file=sys.stderr)
+    text, why = sources.read_text(path)
+    if text is None:
+        print(f"tilelint: error: {path}: {why}", file=sys.stderr)
         return EXIT_ERROR
     configs = _load_configs(args)
     cfg = configs.for_path(path).with_overrides(**_overrides(args))

@@ -45,6 +45,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from tilelint.analysis import Settings, analyze
 from tilelint.analysis.model import Analysis, Diagnostic, KernelResult, Related, Span
 
+from . import sources
+
 INSTALL_HINT = ("the compiler is not installed: verification needs tilelang 0.1.15 in the "
                 "interpreter that runs tilelint (pip install 'tilelint[compiler]'), or point "
                 "TILELINT_COMPILER_PYTHON / --python at an interpreter that has it")
@@ -659,15 +661,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except SystemExit as exc:
         return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_ERROR
     path = os.path.abspath(args.file)
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-        source = data.decode("utf-8-sig")
-    except OSError as exc:
-        print(f"tilelint verify: error: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_ERROR
-    except UnicodeDecodeError:
-        print(f"tilelint verify: error: {args.file} is not valid UTF-8", file=sys.stderr)
+    source, why = sources.read_text(path)
+    if source is None:
+        print(f"tilelint verify: error: {args.file}: {why}", file=sys.stderr)
         return EXIT_ERROR
     try:
         binds = _parse_binds(args.bind)
