@@ -30,6 +30,7 @@ from .config import (
     check_codes,
     check_target,
     compile_pattern,
+    parse_binding,
     read_ignore_file,
 )
 
@@ -354,58 +355,13 @@ def _load_configs(args) -> ConfigCache:
     return ConfigCache(explicit=args.config, isolated=args.isolated)
 
 
-# A bare word after ``--bind NAME=`` is taken as a string (``dtype=float16``),
-# so that the shell's quotes are not needed for dtype names.
-_BARE_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
-_BIND_SCALARS = (bool, int, float, str, type(None))
-
-
-def _unbindable(value: object, depth: int = 0) -> Optional[str]:
-    """None for a number, a string, True/False/None or a (nested) tuple/list
-    of them; else the name of the first type that is none of these."""
-    if isinstance(value, _BIND_SCALARS):
-        return None
-    if isinstance(value, (tuple, list)):
-        if depth >= 4:
-            return f"{type(value).__name__} nested more than 4 deep"
-        for v in value:
-            bad = _unbindable(v, depth + 1)
-            if bad:
-                return bad
-        return None
-    return type(value).__name__
-
-
-def _freeze(value: object) -> object:
-    return tuple(_freeze(v) for v in value) if isinstance(value, (list, tuple)) else value
-
-
 def parse_bind(text: str) -> Tuple[str, object]:
-    """``--bind NAME=VALUE`` → (name, value).  VALUE is a Python literal: a
-    number, a string, True/False/None, or a tuple/list of them; a bare word
-    (``float16``) is a string.  Anything else is a usage error."""
-    import ast
-
-    name, sep, raw = text.partition("=")
-    name = name.strip()
-    if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-        raise UsageError(f"--bind expects NAME=VALUE with NAME a Python identifier, got {text!r}")
-    raw = raw.strip()
-    if not raw:
-        raise UsageError(f"--bind {name}=: missing value (e.g. --bind {name}=3)")
+    """``--bind NAME=VALUE`` → (name, value) (``config.parse_binding``); a bad
+    one is a usage error."""
     try:
-        value = ast.literal_eval(raw)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        if _BARE_WORD.match(raw):
-            return name, raw
-        raise UsageError(f"--bind {name}={raw}: the value is not a Python literal (give a "
-                         f"number, a quoted string, True/False/None, or a tuple/list of "
-                         f"them)") from None
-    bad = _unbindable(value)
-    if bad:
-        raise UsageError(f"--bind {name}={raw}: a {bad} cannot be bound (give a number, a "
-                         f"string, True/False/None, or a tuple/list of them)")
-    return name, _freeze(value)
+        return parse_binding(text)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _codes_arg(values: Sequence[str], flag: str) -> List[str]:

@@ -808,24 +808,56 @@ def config_for(path: os.PathLike | str) -> Config:
     return load_config(found) if found is not None else Config()
 
 
+# A bare word after ``--bind NAME=`` is taken as a string (``dtype=float16``),
+# so that the shell's quotes are not needed for dtype names.
+_BARE_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
+_BIND_SCALARS = (bool, int, float, str, type(None))
+
+
+def _unbindable(value: object, depth: int = 0) -> Optional[str]:
+    """None for a number, a string, True/False/None or a (nested) tuple/list
+    of them; else the name of the first type that is none of these."""
+    if isinstance(value, _BIND_SCALARS):
+        return None
+    if isinstance(value, (tuple, list)):
+        if depth >= 4:
+            return f"{type(value).__name__} nested more than 4 deep"
+        for v in value:
+            bad = _unbindable(v, depth + 1)
+            if bad:
+                return bad
+        return None
+    return type(value).__name__
+
+
+def _freeze(value: object) -> object:
+    return tuple(_freeze(v) for v in value) if isinstance(value, (list, tuple)) else value
+
+
 def parse_binding(text: str) -> Tuple[str, object]:
-    """``NAME=VALUE`` from the command line: VALUE is a Python literal if it
-    parses as one (``3``, ``1.5``, ``True``, ``"float16"``), else a string."""
+    """``--bind NAME=VALUE`` (``check``, ``explain``, ``verify``) → (name, value).
+    VALUE is a Python literal: a number, a string, True/False/None, or a
+    tuple/list of them; a bare word (``float16``) is a string.  Anything else
+    is a ConfigError (a usage error on the command line)."""
     import ast
 
     name, sep, raw = text.partition("=")
     name = name.strip()
     if not sep or not _BIND_NAME.match(name):
-        raise ConfigError(f"--bind expects NAME=VALUE with NAME an identifier, got {text!r}")
+        raise ConfigError(f"--bind expects NAME=VALUE with NAME a Python identifier, got {text!r}")
     raw = raw.strip()
     if not raw:
-        raise ConfigError(f"--bind {name}=: missing value")
+        raise ConfigError(f"--bind {name}=: missing value (e.g. --bind {name}=3)")
     try:
         value = ast.literal_eval(raw)
-    except (ValueError, SyntaxError):
-        return name, raw
-    if isinstance(value, list):
-        value = tuple(value)
-    if not isinstance(value, (bool, int, float, str, tuple)):
-        return name, raw
-    return name, value
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        if _BARE_WORD.match(raw):
+            return name, raw
+        raise ConfigError(f"--bind {name}={raw}: the value is not a Python literal (give a "
+                          f"number, a quoted string, True/False/None, or a tuple/list of "
+                          f"them)") from None
+    bad = _unbindable(value)
+    if bad:
+        raise ConfigError(f"--bind {name}={raw}: a {bad} cannot be bound (give a number, a "
+                          f"string, True/False/None, or a tuple/list of them)")
+    return name, _freeze(value)

@@ -46,6 +46,7 @@ from tilelint.analysis import Settings, analyze
 from tilelint.analysis.model import Analysis, Diagnostic, KernelResult, Related, Span
 
 from . import sources
+from .config import ConfigError, parse_binding
 
 INSTALL_HINT = ("the compiler is not installed: verification needs tilelang 0.1.15 in the "
                 "interpreter that runs tilelint (pip install 'tilelint[compiler]'), or point "
@@ -611,21 +612,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _parse_binds(items: Sequence[str]) -> Tuple[Tuple[str, object], ...]:
-    out = []
-    for it in items:
-        name, sep, val = it.partition("=")
-        if not sep or not name.strip():
-            raise ValueError(f"--bind expects NAME=VALUE, got {it!r}")
-        v: object = val.strip()
-        try:
-            v = int(str(v), 0)
-        except ValueError:
-            try:
-                v = float(str(v))
-            except ValueError:
-                pass
-        out.append((name.strip(), v))
-    return tuple(out)
+    """``--bind`` values, read as ``tilelint check`` reads them."""
+    try:
+        return tuple(parse_binding(it) for it in items)
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def render_text(res: VerifyResult, show_sync: bool) -> str:
