@@ -38,6 +38,7 @@ from .planning import (
     known_reads,
     stmt_accesses,
 )
+from .values import Env
 
 
 @dataclass(frozen=True)
@@ -547,7 +548,8 @@ def get_rule(code: str) -> Optional[Rule]:
     return RULES_BY_CODE.get(code)
 
 
-def _diag(code: str, span: Span, message: str, related=(), fixes=(),
+def _diag(code: str, span: Span, message: str, related: Sequence[Related] = (),
+          fixes: Sequence[Fix] = (),
           severity: Optional[str] = None) -> Diagnostic:
     return Diagnostic(code=code, severity=severity or RULES_BY_CODE[code].severity,
                       span=span, message=message, related=tuple(related), fixes=tuple(fixes))
@@ -703,7 +705,7 @@ def renumbered_orders(orders: Sequence[int]) -> List[int]:
 # --------------------------------------------------------------------------
 
 
-def _async_producer(stmt: Stmt, stage: int, allocs) -> bool:
+def _async_producer(stmt: Stmt, stage: int, allocs: Dict[str, Alloc]) -> bool:
     if is_conditional(stmt):
         return False
     if is_copy_stage(stmt, allocs):
@@ -716,7 +718,7 @@ def _async_producer(stmt: Stmt, stage: int, allocs) -> bool:
 
 
 def validate_loop(result: LoopResult, allocs: Dict[str, Alloc], target: str,
-                  env=None, source: Optional[str] = None) -> List[Diagnostic]:
+                  env: Optional[Env] = None, source: Optional[str] = None) -> List[Diagnostic]:
     """TL101–TL111 for one planned loop (``plan_loop`` reports TL104/TL108/TL112)."""
     allocs = dict(allocs or {})
     loop = result.loop
@@ -809,6 +811,8 @@ def validate_loop(result: LoopResult, allocs: Dict[str, Alloc], target: str,
             first_with[o] = i
     if any(x is None for x in orders + stages):
         return out
+    known_orders = [o for o in orders if o is not None]  # all of them from here on
+    known_stages = [s for s in stages if s is not None]
 
     accs = [stmt_accesses(s.stmt, env, allocs) for s in sts]
     # TL102 / TL103: read-after-write edges in source order (buffer level); one
@@ -823,10 +827,10 @@ def validate_loop(result: LoopResult, allocs: Dict[str, Alloc], target: str,
             if not common:
                 continue
             buf = common[0]
-            if stages[i] > stages[j]:
+            if known_stages[i] > known_stages[j]:
                 inv.append(Related(sts[i].stmt.span, f"writes '{buf}' in stage {stages[i]}"))
                 inv_buf = inv_buf or buf
-            elif stages[i] == stages[j] and orders[i] >= orders[j]:
+            elif known_stages[i] == known_stages[j] and known_orders[i] >= known_orders[j]:
                 reo.append(Related(sts[i].stmt.span, f"writes '{buf}' (order {orders[i]})"))
                 reo_buf = reo_buf or buf
         if inv:
