@@ -765,14 +765,18 @@ class Snapshot:
             out: Tuple[Module, Optional[_Index]] = (frontend.parse_module(text), None)
             self._modules[path] = out
             return out
-        slots = resplit(lines, [s.copy() for s in slots0] or [Slot(0, len(lines))])
-        self._host._store_slots(path, revision, slots)
         aliases = frontend.find_aliases(text)
-        chunks: List[Tuple[str, int, frontend.ChunkModel]] = []
-        for slot in slots:
-            chunk_text = "".join(lines[slot.start:slot.end])
-            chunks.append((chunk_text, slot.start + 1,
-                           self._host.parse.get(chunk_text, slot.start + 1, aliases)))
+        whole = [Slot(0, len(lines))]
+        slots = resplit(lines, [s.copy() for s in slots0] or whole)
+        chunks = self._chunks(lines, slots, aliases)
+        if len(slots0) > 1 and any(p.code == "TL001" for c in chunks for p in c[2].problems):
+            # While the file does not parse, where its statements end depends on
+            # the whole file (the tokenizer's view of it): split it as a whole,
+            # as ``frontend.parse_module`` does; the chunks that did not change
+            # still come from the cache.
+            slots = resplit(lines, whole)
+            chunks = self._chunks(lines, slots, aliases)
+        self._host._store_slots(path, revision, slots)
         try:
             module = frontend.combine([c[2] for c in chunks], aliases)
         except Exception:  # pragma: no cover - defensive
@@ -783,6 +787,15 @@ class Snapshot:
             index.aliases = aliases
             out = (module, index)
         self._modules[path] = out
+        return out
+
+    def _chunks(self, lines: Sequence[str], slots: Sequence[Slot],
+                aliases: frontend.Aliases) -> List[Tuple[str, int, frontend.ChunkModel]]:
+        out = []
+        for slot in slots:
+            chunk_text = "".join(lines[slot.start:slot.end])
+            out.append((chunk_text, slot.start + 1,
+                        self._host.parse.get(chunk_text, slot.start + 1, aliases)))
         return out
 
     def analysis(self, path: str, settings: Optional[Settings] = None,

@@ -1,0 +1,199 @@
+"""The incremental engine gives what a fresh analysis gives, after every edit.
+
+Random edits of the kinds people make (seeded, so a failure replays) are
+applied to texts built from fixture files, through ``AnalysisHost.edit``;
+after each one the host's snapshot analysis must equal ``analyze`` of the
+same text: the same diagnostics, the same kernel results, the same module.
+
+The texts join several fixture files into one module, so that kernels share
+module constants, ``main()`` functions and call sites (and collide on names),
+which is where a missing dependency would show.  The last test shows that the
+replay can fail: with the constants left out of the kernels' inputs it finds a
+difference.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import random
+import re
+from typing import List, Tuple
+
+import pytest
+
+from tilelint.analysis import analyze, host as host_mod
+from tilelint.analysis.model import Settings
+from tilelint.analysis.text import splice, split_lines
+
+FIX = pathlib.Path(__file__).parent / "fixtures"
+
+MIXES = {
+    # Two GEMM kernels with module constants, main() locals, argparse defaults.
+    "gemm_main": ["parity/gemm_two_kernels.py", "realworld/rw_main_locals.py",
+                  "model/module_level_symbolic.py"],
+    # Autotune lists, config functions, parametrize cases, macros.
+    "configs": ["realworld/rw_autotune.py", "realworld/rw_config_fn.py",
+                "realworld/rw_parametrize.py", "model/alias_macro_bind.py"],
+}
+
+STATEMENTS = ["T.copy(A[0, 0], A_shared)", "x_tmp = block_K * 2", "T.clear(C_local)"]
+NUMBERS = ["1", "2", "3", "4", "16", "32", "64", "128", "256"]
+
+
+def _mix(name: str) -> str:
+    return "".join((FIX / p).read_text() + "\n\n" for p in MIXES[name])
+
+
+class Replay:
+    """A text and the host it is fed to, edited in step."""
+
+    def __init__(self, text: str, settings: Settings) -> None:
+        self.lines: List[str] = split_lines(text)
+        self.settings = settings
+        self.host = host_mod.AnalysisHost()
+        self.host.set_text("f.py", text)
+        self.edits = 0
+
+    def edit(self, line: int, col: int, end_line: int, end_col: int, text: str) -> None:
+        self.lines = splice(self.lines, (line, col), (end_line, end_col), text)[0]
+        self.host.edit("f.py", (line, col), (end_line, end_col), text)
+        self.edits += 1
+        self.check()
+
+    def check(self) -> None:
+        text = "".join(self.lines)
+        snap = self.host.snapshot()
+        assert snap.text("f.py") == text
+        got = snap.analysis("f.py", self.settings)
+        want = analyze(text, "f.py", self.settings)
+        if got != want:
+            raise AssertionError(f"after edit {self.edits}: the host differs from analyze\n"
+                                 + _diff(got, want))
+
+    # -- the edits ----------------------------------------------------------------
+    def indented(self, rng: random.Random) -> int:
+        cands = [i for i, ln in enumerate(self.lines) if ln[:1] == " " and ln.strip()]
+        return rng.choice(cands) if cands else 0
+
+    def change_number(self, rng: random.Random, module_level: bool = False) -> None:
+        pat = re.compile(r"^[A-Za-z_]\w* = \d+\s*$") if module_level else None
+        cands = [i for i, ln in enumerate(self.lines) if re.search(r"\b\d+\b", ln)
+                 and (pat is None or pat.match(ln))]
+        if not cands:
+            return
+        i = rng.choice(cands)
+        m = rng.choice(list(re.finditer(r"\b\d+\b", self.lines[i])))
+        self.edit(i, m.start(), i, m.end(), rng.choice(NUMBERS))
+
+    def insert_line(self, rng: random.Random) -> None:
+        i = self.indented(rng)
+        indent = self.lines[i][:len(self.lines[i]) - len(self.lines[i].lstrip())]
+        self.edit(i, 0, i, 0, indent + rng.choice(STATEMENTS + ["pass", "# note"]) + "\n")
+
+    def delete_line(self, rng: random.Random) -> None:
+        i = self.indented(rng)
+        self.edit(i, 0, i + 1, 0, "")
+
+    def type_statement(self, rng: random.Random) -> None:
+        i = self.indented(rng)
+        indent = self.lines[i][:len(self.lines[i]) - len(self.lines[i].lstrip())]
+        end = len(self.lines[i].rstrip("\r\n"))
+        self.edit(i, end, i, end, "\n" + indent)
+        col = len(indent)
+        for ch in rng.choice(STATEMENTS):
+            self.edit(i + 1, col, i + 1, col, ch)
+            col += 1
+
+    def break_and_fix(self, rng: random.Random) -> None:
+        cands = [(i, m.start()) for i, ln in enumerate(self.lines)
+                 for m in re.finditer(r"[):]", ln)]
+        if not cands:
+            return
+        i, c = rng.choice(cands)
+        ch = self.lines[i][c]
+        self.edit(i, c, i, c + 1, "")
+        self.edit(i, c, i, c, ch)
+
+    def shift_lines(self, rng: random.Random) -> None:
+        i = rng.randrange(len(self.lines))
+        if rng.random() < 0.5 and self.lines[i].strip() == "":
+            self.edit(i, 0, i + 1, 0, "")
+        else:
+            self.edit(i, 0, i, 0, "\n" if rng.random() < 0.5 else "# moved\n")
+
+
+def _diff(got, want) -> str:
+    out = []
+    gd, wd = set(got.diagnostics), set(want.diagnostics)
+    out += [f"  only host:    {d.code} {d.span} {d.message[:100]}" for d in gd - wd]
+    out += [f"  only analyze: {d.code} {d.span} {d.message[:100]}" for d in wd - gd]
+    if got.kernels != want.kernels:
+        for a, b in zip(got.kernels, want.kernels, strict=False):
+            if a != b:
+                out.append(f"  kernel {a.kernel.name}: results differ")
+        if len(got.kernels) != len(want.kernels):
+            out.append(f"  {len(got.kernels)} kernels vs {len(want.kernels)}")
+    if got.module != want.module:
+        out.append("  modules differ")
+    return "\n".join(out[:20])
+
+
+KINDS: List[Tuple[str, float]] = [
+    ("number", 0.25), ("constant", 0.15), ("insert", 0.15), ("delete", 0.1),
+    ("type", 0.1), ("syntax", 0.1), ("shift", 0.15),
+]
+
+
+def replay(mix: str, seed: int, n_edits: int, settings: Settings) -> Replay:
+    rng = random.Random(seed)
+    r = Replay(_mix(mix), settings)
+    r.check()
+    kinds, weights = zip(*KINDS, strict=True)
+    while r.edits < n_edits:
+        kind = rng.choices(kinds, weights)[0]
+        if kind == "number":
+            r.change_number(rng)
+        elif kind == "constant":
+            r.change_number(rng, module_level=True)
+        elif kind == "insert":
+            r.insert_line(rng)
+        elif kind == "delete":
+            r.delete_line(rng)
+        elif kind == "type":
+            r.type_statement(rng)
+        elif kind == "syntax":
+            r.break_and_fix(rng)
+        else:
+            r.shift_lines(rng)
+    return r
+
+
+@pytest.mark.parametrize("mix,seed,settings", [
+    ("gemm_main", 1, Settings()),
+    ("configs", 2, Settings(target="sm_90", all_bindings=True)),
+])
+def test_host_matches_analyze_after_every_edit(mix, seed, settings):
+    r = replay(mix, seed, 500, settings)
+    assert r.edits >= 500
+    # The kernel cache was used (edits that move call sites, whose lines show
+    # in labels, re-analyse the kernels they call).
+    assert r.host.kernels.hits > 0
+
+
+def test_replay_fails_when_a_dependency_is_not_recorded(monkeypatch):
+    """Without the module constants among a kernel's inputs, an edit of a
+    constant reuses a stale result, and the replay sees it."""
+    real = host_mod.kernel_inputs
+
+    def without_constants(index, own, kernel):
+        return real(index, own, kernel)[1:]
+
+    monkeypatch.setattr(host_mod, "kernel_inputs", without_constants)
+    r = Replay(_mix("gemm_main"), Settings())
+    r.check()
+    # The last one: an earlier assignment of the same name is overridden.
+    i = [n for n, ln in enumerate(r.lines) if re.match(r"^[A-Za-z_]\w* = \d+\s*$", ln)][-1]
+    with pytest.raises(AssertionError, match="differs from analyze"):
+        for value in ("7", "13", "4096"):
+            m = re.search(r"\d+", r.lines[i])
+            r.edit(i, m.start(), i, m.end(), value)
