@@ -6,18 +6,14 @@ thread, and edits arriving while it runs are coalesced (see ``documents``).
 
 from __future__ import annotations
 
-import logging
-
 from lsprotocol import types as lsp
 
 METHOD = lsp.TEXT_DOCUMENT_DID_CHANGE
-log = logging.getLogger(__name__)
 
 
 def handler(ls, params: lsp.DidChangeTextDocumentParams) -> None:
-    doc = ls.store.get(params.text_document.uri)
+    doc = ls.store.opened(params.text_document.uri, METHOD)
     if doc is None:
-        log.warning("didChange for a document that is not open: %s", params.text_document.uri)
         return
     encoding = ls.encoding()
     for change in params.content_changes:

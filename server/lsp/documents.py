@@ -249,6 +249,14 @@ class DocumentStore:
     def get(self, uri: str) -> Optional[Document]:
         return self.docs.get(uri)
 
+    def opened(self, uri: str, method: str) -> Optional[Document]:
+        """The open document a notification names; None, with a warning, when
+        the client sent ``method`` for a document it did not open."""
+        doc = self.docs.get(uri)
+        if doc is None:
+            log.warning("%s for a document that is not open: %s", method, uri)
+        return doc
+
     def open(self, uri: str, path: str, text: str, version: int,
              language_id: str = "python") -> Document:
         old = self.docs.get(uri)
