@@ -789,7 +789,7 @@ def validate_loop(result: LoopResult, allocs: Dict[str, Alloc], target: str,
             if loop.order_span is not None and all(x is not None for x in orders) \
                     and len(loop.order or ()) == len(orders) \
                     and (loop.order_expr is None or isinstance(loop.order_expr, TupleExpr)):
-                new = renumbered_orders(orders)  # type: ignore[arg-type]
+                new = renumbered_orders([x for x in orders if x is not None])  # (all of them)
                 text = "[" + ", ".join(str(x) for x in new) + "]"
                 if source is not None:
                     lines = source_lines(source)
@@ -849,11 +849,11 @@ def validate_loop(result: LoopResult, allocs: Dict[str, Alloc], target: str,
     if str(target).startswith("sm_") and _sm_num(target) >= 80:
         async_writes: Dict[int, Dict[str, int]] = {}
         for k, s in enumerate(sts):
-            if _async_producer(s.stmt, s.stage, allocs):  # type: ignore[arg-type]
+            if _async_producer(s.stmt, known_stages[k], allocs):
                 for w in accs[k].writes:
-                    async_writes.setdefault(s.stage, {}).setdefault(w.buffer, k)  # type: ignore
+                    async_writes.setdefault(known_stages[k], {}).setdefault(w.buffer, k)
         for j, s in enumerate(sts):
-            if _async_producer(s.stmt, s.stage, allocs):  # type: ignore[arg-type]
+            if _async_producer(s.stmt, known_stages[j], allocs):
                 continue
             hits: Dict[int, int] = {}
             sure = known_reads(s.stmt)  # never based on a call of unknown roles
@@ -861,7 +861,7 @@ def validate_loop(result: LoopResult, allocs: Dict[str, Alloc], target: str,
                 if r.buffer not in sure:
                     continue
                 for stg, bufs in async_writes.items():
-                    if stg <= s.stage and r.buffer in bufs:  # type: ignore[operator]
+                    if stg <= known_stages[j] and r.buffer in bufs:
                         hits.setdefault(stg, bufs[r.buffer])
             if len(hits) > 1:
                 out.append(_diag(
