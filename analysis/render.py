@@ -259,8 +259,9 @@ def arena_map(kr: KernelResult, width: int = 64) -> str:
     lines = []
     scale = total / width
     for b in sorted(bufs, key=lambda b: (b.offset, b.name)):
-        start = int(round(b.offset / scale))  # type: ignore[operator]
-        end = max(start + 1, int(round((b.offset + b.bytes) / scale)))  # type: ignore[operator]
+        offset, size = b.offset or 0, b.bytes or 0  # both known (filtered above)
+        start = int(round(offset / scale))
+        end = max(start + 1, int(round((offset + size) / scale)))
         bar = "." * start + "#" * (end - start) + "." * max(0, width - end)
         lines.append(f"|{bar[:width]}| {b.name} @ {b.offset} +{b.bytes}")
     lines.append(f"0{' ' * (width - 1)}{total} bytes (dynamic arena)")
