@@ -2175,19 +2175,8 @@ def _loop_from_iter(loop: Loop, it: Expr) -> Optional[Loop]:
 
 
 def _contains_kernel_with(fn: cst.FunctionDef, builder: _Builder) -> bool:
-    found = False
-
-    class V(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> Optional[bool]:
-            return node is fn
-
-        def visit_With(self, node: cst.With) -> Optional[bool]:
-            nonlocal found
-            found = found or _is_launch(node, builder)
-            return not found
-
-    fn.visit(V())
-    return found
+    """Whether ``fn``'s own body (not a nested function) launches a kernel."""
+    return _finds_kernel(fn, builder, nested=False)
 
 
 def _is_launch(node: cst.With, builder: "_Builder") -> bool:
@@ -2207,16 +2196,25 @@ def _merge_params(outer: Sequence[Param], inner: Sequence[Param]) -> Tuple[Param
 
 def _defines_kernel(fn: cst.FunctionDef, builder: "_Builder") -> bool:
     """Whether a prim_func, a ``T.Kernel`` or a macro is defined anywhere inside."""
+    return _finds_kernel(fn, builder, nested=True)
+
+
+def _finds_kernel(fn: cst.FunctionDef, builder: "_Builder", nested: bool) -> bool:
+    """A kernel launch (``with T.Kernel(...)``) in ``fn``; with ``nested``, in
+    nested functions too, and a ``@prim_func`` / ``@macro`` decorator counts."""
     found = False
 
     class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> Optional[bool]:
+            return nested or node is fn
+
         def visit_Decorator(self, node: cst.Decorator) -> Optional[bool]:
             nonlocal found
             d = node.decorator
             if isinstance(d, cst.Call):
                 d = d.func
             name = builder.dotted(d) or ""
-            if name.endswith("prim_func") or name.endswith("macro"):
+            if nested and (name.endswith("prim_func") or name.endswith("macro")):
                 found = True
             return False
 

@@ -51,6 +51,12 @@ from .values import Env
 # Statement kinds that are tile operators (one call).
 TILE_KINDS = frozenset({"copy", "gemm", "fill", "reduce", "atomic", "call"})
 COMPOUND_KINDS = frozenset({"parallel", "serial", "loop", "pipelined", "if", "macro"})
+# The scopes of CUDA shared memory: the ones MergeSharedMemoryAllocations packs
+# ("shared.dyn") and the static ``__shared__`` ones.  Everything else named
+# "shared.*" is another memory: tensor memory (``T.alloc_tmem``: "shared.tmem",
+# its 4-byte address slot is added by LowerSharedTmem as static shared memory),
+# mbarriers ("shared.barrier", counted with the warp-specialized path), and the
+# Ascend on-chip buffers (L1, L0A/B/C: "shared.l1", "shared.l0a", ...).
 SHARED_SCOPES = frozenset({"shared", "shared.dyn"})
 
 # --------------------------------------------------------------------------
@@ -90,18 +96,9 @@ def eval_int(env: Optional[Env], expr: Optional[Expr]) -> Optional[int]:
         v = expr.value if isinstance(expr, Const) else None
         return int(v) if isinstance(v, int) else None
     try:
-        if hasattr(env, "eval_int"):
-            return env.eval_int(expr)
-        v = env.evaluate(expr)
+        return env.eval_int(expr)
     except Exception:  # never raise on bad code
         return None
-    if isinstance(v, bool):
-        return int(v)
-    if isinstance(v, int):
-        return v
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    return None
 
 
 def _shape(name: str, env: Optional[Env], allocs: Dict[str, Alloc]
