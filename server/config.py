@@ -560,8 +560,8 @@ def _check_bindings(table: object, key: str) -> Tuple[Pairs, Tuple[Tuple[str, Pa
     return tuple(common), tuple(per_kernel)
 
 
-def config_from_table(table: Mapping[str, object], path: Optional[Path] = None) -> Config:
-    """Validate a ``[tool.tilelint]`` table."""
+def config_from_table(table: object, path: Optional[Path] = None) -> Config:
+    """Validate a ``[tool.tilelint]`` table (anything else is a ConfigError)."""
     if not isinstance(table, dict):
         raise ConfigError("[tool.tilelint] must be a table")
     norm: Dict[str, object] = {}
@@ -577,7 +577,7 @@ def config_from_table(table: Mapping[str, object], path: Optional[Path] = None) 
         if key in norm:
             raise ConfigError(f"`{raw_key}` is given twice in [tool.tilelint]")
         norm[key] = value
-    cfg: Dict[str, object] = {}
+    cfg: Dict[str, Any] = {}  # Config field -> value (fields differ in type)
     if "target" in norm and "targets" in norm:
         raise ConfigError("give either `target` or `targets` in [tool.tilelint], not both")
     if "target" in norm:
@@ -615,7 +615,7 @@ def config_from_table(table: Mapping[str, object], path: Optional[Path] = None) 
     if "all-bindings" in norm:
         cfg["all_bindings"] = _check_bool(norm["all-bindings"], "all-bindings")
     root = path.parent if path is not None else None
-    return Config(path=path, root=root, **cfg)  # type: ignore[arg-type]
+    return Config(path=path, root=root, **cfg)
 
 
 # Keys the editor may set on top of ``[tool.tilelint]`` (the language
@@ -723,7 +723,7 @@ def load_config(pyproject: os.PathLike | str) -> Config:
     if table is None:
         return Config(path=path, root=path.parent)
     try:
-        return config_from_table(table, path)  # type: ignore[arg-type]
+        return config_from_table(table, path)
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
 
