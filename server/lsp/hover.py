@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 from lsprotocol import types as lsp
 
 from . import convert, hover_text
-from .lazy import model
+from .lazy import model, pipeline
 
 if TYPE_CHECKING:  # pragma: no cover
     from tilelint.analysis.model import Analysis, KernelResult, LoopResult, Settings, Span
@@ -121,8 +121,7 @@ async def _binding_footer(ls, doc, analysis: Analysis, kr: KernelResult) -> Opti
         cache.clear()  # one module at a time
         cache[key] = labels
         cache["_module"] = module  # keeps id(module) from being reused while cached
-    from .settings import selected_label
-    chosen = selected_label(ls.selection_for(doc), kr.kernel.name, kr.kernel.factory)
+    chosen = pipeline.selected_label(ls.selection_for(doc), kr.kernel.name, kr.kernel.factory)
     return hover_text.binding_footer(kr, labels, chosen, settings.all_bindings)
 
 

@@ -219,18 +219,6 @@ def binding_selection(options: Mapping[str, Any]) -> Tuple[Tuple[str, str], ...]
     return ()
 
 
-def selected_label(selection: Tuple[Tuple[str, str], ...], kernel_name: str,
-                   factory: Optional[str]) -> Optional[str]:
-    """The label ``selection`` picks for one kernel (a per-kernel entry beats ``*``)."""
-    hit = None
-    for name, label in selection:
-        if name in (kernel_name, factory):
-            return label
-        if name == "*":
-            hit = label
-    return hit
-
-
 def verify_mode(options: Mapping[str, Any]) -> str:
     """``"onSave"`` or ``"off"``."""
     value = options.get("compiler.verify", VERIFY_OFF)

@@ -9,6 +9,7 @@ import os
 
 import pytest
 
+from tilelint.analysis import pipeline
 from tilelint.server.lsp import settings as S, stdio
 from tilelint.server.lsp.app import IdleCollector
 
@@ -37,9 +38,9 @@ def test_binding_selection():
     assert S.to_settings(S.merge({"binding": "all"})).all_bindings
     assert S.binding_selection(S.merge({"binding": "num_stages=3"})) == (("*", "num_stages=3"),)
     sel = S.binding_selection(S.merge({"binding": {"gemm": "a", "other": "b"}}))
-    assert S.selected_label(sel, "gemm_kernel", "gemm") == "a"
-    assert S.selected_label(sel, "x", None) is None
-    assert S.selected_label((("*", "c"), ("x", "d")), "x", None) == "d"
+    assert pipeline.selected_label(sel, "gemm_kernel", "gemm") == "a"
+    assert pipeline.selected_label(sel, "x", None) is None
+    assert pipeline.selected_label((("*", "c"), ("x", "d")), "x", None) == "d"
     assert not S.to_settings(S.merge({"binding": {"gemm": "a"}})).all_bindings
 
 
