@@ -120,15 +120,19 @@ def _operand_region(acc: Access, env: Optional[Env], allocs: Dict[str, Alloc]) -
     for i, ix in enumerate(acc.indices):
         dim = shape[i] if shape is not None and i < len(shape) else None
         if isinstance(ix, Slice):
-            lo = 0 if ix.lower is None else eval_int(env, ix.lower)
-            hi = dim if ix.upper is None else eval_int(env, ix.upper)
-            dims.append((lo, hi))
+            dims.append(_slice_bounds(ix, env, dim))
         else:
             # ``A[by * 128, k * 32]`` as a tile operand: the base of a region whose
             # extent comes from the other operand.
             lo = eval_int(env, ix)
             dims.append((lo, None))
     return Region(acc.buffer, tuple(dims))
+
+
+def _slice_bounds(ix: Slice, env: Optional[Env], upper: Optional[int]) -> Interval:
+    """``lo:hi`` of a subscript: a missing ``lo`` is 0, a missing ``hi`` is ``upper``."""
+    lo = 0 if ix.lower is None else eval_int(env, ix.lower)
+    return lo, (upper if ix.upper is None else eval_int(env, ix.upper))
 
 
 def _base_point(acc: Access, env: Optional[Env], allocs: Dict[str, Alloc]) -> Region:
@@ -154,9 +158,7 @@ def _element(acc: Access, env: Optional[Env], allocs: Dict[str, Alloc]) -> Regio
     dims: List[Interval] = []
     for ix in acc.indices:
         if isinstance(ix, Slice):
-            lo = 0 if ix.lower is None else eval_int(env, ix.lower)
-            hi = None if ix.upper is None else eval_int(env, ix.upper)
-            dims.append((lo, hi))
+            dims.append(_slice_bounds(ix, env, None))
         else:
             v = eval_int(env, ix)
             dims.append((v, None if v is None else v + 1))
