@@ -134,9 +134,12 @@ def _is_copy_into_shared(s: Stmt, shared: Set[str]) -> bool:
 
 
 def linear_units(kernel: Kernel, loops: Sequence[LoopResult], shared: Set[str],
-                 warp_specialized: bool) -> List[Set[str]]:
+                 warp_specialized: bool, env: Optional[Env] = None) -> List[Set[str]]:
     """The kernel's top-level statements in the compiler's linear order, each as the set
-    of shared buffers it touches (statements touching none are dropped)."""
+    of shared buffers it touches (statements touching none are dropped).  On the
+    warp-specialized path the producer branch (the loop's TMA loads) comes first; a
+    copy that is not a TMA load stays in the consumer branch."""
+    allocs = {a.name: a for a in kernel.allocs}
     units: List[Set[str]] = []
     body = list(kernel.body)
     ws_index = None
@@ -159,7 +162,7 @@ def linear_units(kernel: Kernel, loops: Sequence[LoopResult], shared: Set[str],
         produced: Set[str] = set()
         for c in ws_loop.body:
             for x in walk_bodies([c]):
-                if _is_copy_into_shared(x, shared):
+                if _is_copy_into_shared(x, shared) and planning.is_tma_load(x, kernel, env, allocs):
                     produced |= _written(x) & shared
         units.append(produced)
         for s in moved:
@@ -388,7 +391,7 @@ def _pack(kernel: Kernel, env: Env, loops: Sequence[LoopResult], target: str,
 
     def arena(names: Set[str]) -> Tuple[Optional[int], Dict[str, int], Dict[str, int],
                                         Dict[str, int]]:
-        units = linear_units(kernel, loops, names, warp_specialized)
+        units = linear_units(kernel, loops, names, warp_specialized, env)
         first: Dict[str, int] = {}
         last: Dict[str, int] = {}
         for i, u in enumerate(units):

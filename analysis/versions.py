@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
-from .model import Access, Alloc, BufferVersion, LoopResult, Stmt, walk_stmt
-from .planning import is_tma_load, may_conflict, stmt_accesses
+from .model import Access, Alloc, BufferVersion, LoopResult, Stmt
+from .planning import may_conflict, stmt_accesses
 from .values import Env
 
 
@@ -33,6 +33,49 @@ def _all_accesses(stmt: Stmt) -> Iterator[Access]:
         yield from _all_accesses(c)
 
 
+def _top_level(stmts) -> Iterator[Stmt]:
+    """The loop body as the warp-specialization pass lists it: statements in
+    source order, ``if`` branches opened, loops (``T.Parallel``) kept whole."""
+    for s in stmts:
+        if s.kind == "if" and s.loop is None and s.children:
+            yield from _top_level(s.children)
+        else:
+            yield s
+
+
+def ws_versioned(loop_result: LoopResult, allocs: Dict[str, Alloc]) -> Set[str]:
+    """Shared buffers the warp-specialized path gives num_stages versions
+    (``GetVersionedBuffers`` of ``multi_version_buffer_rewriter.cc``; it runs
+    before tile ops are lowered, so a ``T.copy`` is neither producer nor consumer
+    to its role marker and its fallback decides): a buffer whose first writer in
+    the body is a copy stage (writes shared memory, reads global memory; TMA or
+    not) and which a later statement reads."""
+    def shared(b: str) -> bool:
+        a = allocs.get(b)
+        return a is not None and a.scope.startswith("shared") and "barrier" not in a.scope
+
+    stmts = list(_top_level([st.stmt for st in loop_result.statements]))
+    first_write: Dict[str, int] = {}
+    last_read: Dict[str, int] = {}
+    copy_stage: List[bool] = []
+    for i, s in enumerate(stmts):
+        reads = {a.buffer for a in _all_accesses_of(s, "reads")}
+        writes = {a.buffer for a in _all_accesses_of(s, "writes")}
+        copy_stage.append(any(shared(b) for b in writes) and any(b not in allocs for b in reads))
+        for b in writes:
+            first_write.setdefault(b, i)
+        for b in reads:
+            last_read[b] = i
+    return {b for b, w in first_write.items()
+            if shared(b) and b in last_read and w < last_read[b] and copy_stage[w]}
+
+
+def _all_accesses_of(stmt: Stmt, which: str) -> Iterator[Access]:
+    yield from getattr(stmt, which)
+    for c in stmt.children:
+        yield from _all_accesses_of(c, which)
+
+
 def compute_versions(loop_result: LoopResult, allocs: Dict[str, Alloc],
                      env: Optional[Env] = None) -> Tuple[BufferVersion, ...]:
     """Versions of each allocated buffer the loop touches (kernel parameters excluded)."""
@@ -41,15 +84,8 @@ def compute_versions(loop_result: LoopResult, allocs: Dict[str, Alloc],
     if not loop_result.pipelined:
         return tuple(BufferVersion(n, 1) for n in names)
     if loop_result.warp_specialized:
-        # The warp-specialized path expands the shared buffers its TMA
-        # producers fill to num_stages versions before the producer/consumer
-        # split (measured: a non-TMA copy's destination keeps 1 version).
         ns = loop_result.num_stages
-        produced: Set[str] = set()
-        for st in loop_result.statements:
-            for s in walk_stmt(st.stmt):
-                if is_tma_load(s, None, env, allocs):
-                    produced.update(w.buffer for w in s.writes)
+        produced = ws_versioned(loop_result, allocs)
         return tuple(BufferVersion(n, (ns if ns else 1) if n in produced else 1)
                      for n in names)
     units = []

@@ -46,8 +46,6 @@ KNOWN_GAPS = {
     ("two_loops", "sm_90", "shared"): "follows from the double versioning (73728 vs 24576 bytes)",
     ("two_loops", "sm_90", "sync"):
         "the second loop runs cp.async inside the consumer branch with partial syncs",
-    ("bind_reads_written_buffer", "sm_90", "versions"):
-        "the warp-specialized path versions Idx_shared (filled by a non-TMA copy) too",
     ("bind_reads_written_buffer", "sm_90", "sync"):
         "the compiler classifies the data-dependent copies differently: 4 mbarriers, not 8",
     ("cond_if_else", "sm_80", "sync"):
