@@ -10,7 +10,20 @@ entry point the CLI and the language server share.
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Optional,
+    Sequence,
+    Set,
+    Tuple,
+    TypeVar,
+)
 
 from . import frontend, targets as targets_mod, values
 from .directives import NOQA
@@ -22,7 +35,9 @@ from .loops import (
 from .model import (
     Alloc,
     Analysis,
+    CallSite,
     Diagnostic,
+    Expr,
     Kernel,
     KernelResult,
     Loop,
@@ -32,6 +47,14 @@ from .model import (
     Span,
     Stmt,
 )
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+# run_kernel's signature: (module, kernel, target, settings, source, select).
+KernelRunner = Callable[[Module, Kernel, str, Settings, Optional[str], Optional[str]],
+                        Tuple[List[KernelResult], List[Diagnostic]]]
+_D = TypeVar("_D", bound="DataclassInstance")
 
 
 def analyze(source: str, path: str = "<stdin>", settings: Optional[Settings] = None,
@@ -50,7 +73,8 @@ def analyze(source: str, path: str = "<stdin>", settings: Optional[Settings] = N
 
 
 def analyze_module(module: Module, source: str, path: str, settings: Settings,
-                   selection: Tuple[Tuple[str, str], ...] = (), run=None) -> Analysis:
+                   selection: Tuple[Tuple[str, str], ...] = (),
+                   run: Optional[KernelRunner] = None) -> Analysis:
     """Every kernel of ``module`` through ``run`` (default :func:`run_kernel`;
     the host passes a caching one), then the file's filtering."""
     run = run or run_kernel
@@ -212,10 +236,13 @@ def analyze_kernel(module: Module, kernel: Kernel, target: str, settings: Settin
                                                            pack=pack)
             if _sync_not_modelled(kernel) or _schedule_unknown(loop_results) or \
                     any(lr.rejected for lr in loop_results):
-                ksync, regions = None, [sync_cuda.RegionSync(body=None)] * len(loop_results)
-            loop_results = [_replace(lr, sync=r.body, prologue_sync=r.prologue,
-                                     epilogue_sync=r.epilogue)
-                            for lr, r in zip(loop_results, regions, strict=False)]
+                ksync = None
+                loop_results = [_replace(lr, sync=None, prologue_sync=None, epilogue_sync=None)
+                                for lr in loop_results]
+            else:
+                loop_results = [_replace(lr, sync=r.body, prologue_sync=r.prologue,
+                                         epilogue_sync=r.epilogue)
+                                for lr, r in zip(loop_results, regions, strict=False)]
             threads = sync_cuda.threads(kernel, env, ws)
             kdiags.extend(packing.overflow_diagnostics(kernel, env, loop_results, pack, target, ws))
         else:
@@ -321,7 +348,7 @@ def _structure_unknown(kernel: Kernel, loop: Loop, env: values.Env) -> bool:
     return False
 
 
-def _replace(obj, **changes):
+def _replace(obj: _D, **changes: Any) -> _D:
     import dataclasses
     return dataclasses.replace(obj, **changes)
 
@@ -331,7 +358,7 @@ def _replace(obj, **changes):
 # --------------------------------------------------------------------------
 
 
-def _relevant_exprs(kernel: Kernel):
+def _relevant_exprs(kernel: Kernel) -> Iterator[Expr]:
     for a in kernel.allocs:
         if a.scope.startswith("shared") or kernel.dialect == "ascend":
             yield from a.shape
@@ -372,7 +399,7 @@ class Unresolved:
 
 def unresolved_values(module: Module, kernel: Kernel, env: values.Env,
                       source: Optional[str] = None,
-                      call=None) -> Dict[str, Unresolved]:
+                      call: Optional[CallSite] = None) -> Dict[str, Unresolved]:
     """Every value that keeps ``kernel``'s shared-memory sizes, dtypes, threads or
     schedule from being known in ``env``, keyed by the name shown to the user.
 
@@ -402,7 +429,7 @@ def unresolved_values(module: Module, kernel: Kernel, env: values.Env,
 
 class _TraceCtx:
     def __init__(self, module: Module, kernel: Kernel, env: values.Env,
-                 source: Optional[str], call) -> None:
+                 source: Optional[str], call: Optional[CallSite]) -> None:
         self.module = module
         self.kernel = kernel
         self.env = env
@@ -426,7 +453,7 @@ class _TraceCtx:
         return True
 
     # -- the walk -----------------------------------------------------------------
-    def visit(self, e, proxy: Optional[str], depth: int) -> bool:
+    def visit(self, e: Optional[Expr], proxy: Optional[str], depth: int) -> bool:
         """Trace why ``e`` is unknown; True when something is to blame for it
         (newly recorded or recorded before)."""
         from .model import (
@@ -492,13 +519,14 @@ class _TraceCtx:
                            None)
         return hit
 
-    def visit_all(self, exprs, proxy: Optional[str], depth: int) -> bool:
+    def visit_all(self, exprs: Iterable[Optional[Expr]], proxy: Optional[str],
+                  depth: int) -> bool:
         hit = False
         for x in exprs:
             hit = self.visit(x, proxy, depth + 1) or hit
         return hit
 
-    def blocked(self, e) -> Tuple[bool, Set[str]]:
+    def blocked(self, e: Expr) -> Tuple[bool, Set[str]]:
         """(whether ``e`` is unknown, the names that block it)."""
         try:
             self.env._eval(e, 0)
@@ -667,7 +695,7 @@ class _TraceCtx:
         return f"`{root}` is not known: {self.why(root)}"
 
 
-def _chain(e) -> Tuple[Optional[str], str]:
+def _chain(e: Expr) -> Tuple[Optional[str], str]:
     """The root name of an attribute/item chain (``self.cfg["k"]`` → self) and
     its text."""
     from .model import Attr, Const, Name, Subscript
@@ -683,7 +711,7 @@ def _chain(e) -> Tuple[Optional[str], str]:
     return None, _text(e)
 
 
-def _text(e) -> str:
+def _text(e: Expr) -> str:
     """Source-like text of a model expression (items and attributes included)."""
     from .model import Attr, Call, Const, Name, Subscript, TupleExpr
     try:
@@ -704,7 +732,7 @@ def _text(e) -> str:
     return values.expr_text(e)
 
 
-def _why_text(env: values.Env, expr) -> str:
+def _why_text(env: values.Env, expr: Optional[Expr]) -> str:
     """What stops ``expr`` (the ``why`` of the resolver, said for a person)."""
     if expr is None:
         return ""
