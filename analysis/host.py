@@ -43,7 +43,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
 from . import frontend, pipeline, schedule_ascend
@@ -443,7 +443,8 @@ class _Index:
 _CALLS: "OrderedDict[int, Tuple[CallSite, FrozenSet[str]]]" = OrderedDict()
 
 
-def _build_index(chunks: List[Tuple[str, int, frontend.ChunkModel]], source: str) -> _Index:
+def _build_index(chunks: List[Tuple[str, int, frontend.ChunkModel]],
+                 imports: Tuple[Tuple[str, Tuple[str, bool]], ...]) -> _Index:
     consts: Dict[str, List[Any]] = {}
     owners: Dict[str, List[int]] = {}
     defs: Dict[str, List[Any]] = {}
@@ -478,7 +479,6 @@ def _build_index(chunks: List[Tuple[str, int, frontend.ChunkModel]], source: str
             toplevel.append(i)
         if cm.argparse:
             argp.append(i)
-    imports = tuple(sorted(pipeline.imported_names(source).items()))
     index = _Index(chunks, consts, owners, defs, calls, toplevel, argp, imports, not broken)
     for name, ds in defs.items():
         if any(d.class_name == name for d in ds):
@@ -541,8 +541,8 @@ def kernel_inputs(index: _Index, own: int, kernel: Kernel) -> Tuple[Any, ...]:
         before = len(need)
         for f in frames:
             if f is None:
-                other.update(index.toplevel)
                 need |= _frame_closure(index, None, need)
+                other.update(i for i in index.toplevel if _relevant(index.chunks[i][2], need))
             else:
                 for i in index.owners.get(f, ()):
                     if i != own:
@@ -556,8 +556,18 @@ def kernel_inputs(index: _Index, own: int, kernel: Kernel) -> Tuple[Any, ...]:
             break
     consts = tuple((n, tuple(index.consts[n])) for n in sorted(need) if n in index.consts)
     chunks = tuple((index.chunks[i][0], index.chunks[i][1]) for i in sorted(other))
-    return (consts, chunks, index.imports, index.whole_parses,
-            own_start if own_calls else None)
+    return (consts, chunks, index.imports, own_start if own_calls else None)
+
+
+def _relevant(cm: frontend.ChunkModel, need: Set[str]) -> bool:
+    """Can a chunk's module-level statements change what the code before a
+    module-level call passes (a test or loop, or a write to a needed name)?"""
+    for st in cm.toplevel:
+        targets, _reads, base = _stmt_names(st)
+        if st.kind in ("if", "for", "while", "return") or not targets.isdisjoint(need) \
+                or (base is not None and base in need):
+            return True
+    return False
 
 
 def _frame_closure(index: _Index, d: Any, need: Set[str]) -> FrozenSet[str]:
@@ -622,13 +632,13 @@ class KernelCache:
         self.hits = 0
         self.misses = 0
 
-    def get(self, key: Tuple, inputs: Tuple, start: int):
+    def get(self, key: Tuple, inputs: Tuple, start: int, whole_parses: bool):
         entry = self._items.get(key)
-        if entry is None or entry[0] != inputs:
+        if entry is None or entry[0] != inputs or entry[4] not in (None, whole_parses):
             return None
         self._items.move_to_end(key)
         self.hits += 1
-        _inputs, base, end, out = entry
+        _inputs, base, end, out, _parses = entry
         if base == start:
             return out
         delta = start - base
@@ -636,9 +646,12 @@ class KernelCache:
         return ([shift(kr, delta, base, end) for kr in krs],
                 [shift(d, delta, base, end) for d in diags])
 
-    def put(self, key: Tuple, inputs: Tuple, start: int, end: int, out: Any) -> None:
+    def put(self, key: Tuple, inputs: Tuple, start: int, end: int, out: Any,
+            whole_parses: Optional[bool]) -> None:
+        """``whole_parses``: whether the whole file parsed, for a result that
+        depends on it (None: one that does not)."""
         self.misses += 1
-        self._items[key] = (inputs, start, end, out)
+        self._items[key] = (inputs, start, end, out, whole_parses)
         self._items.move_to_end(key)
         if len(self._items) > self.size:
             self._items.popitem(last=False)
@@ -647,6 +660,12 @@ class KernelCache:
 # --------------------------------------------------------------------------
 # The host and its snapshots
 # --------------------------------------------------------------------------
+
+
+# Words without which no line matches the expressions of
+# ``frontend.find_aliases`` and ``pipeline.imported_names``.
+_IMPORT_WORDS = ("import", "tilelang", "language", "is_npu", "npuir", "alloc_L", "alloc_ub",
+                 "alloc_UB")
 
 
 class _File:
@@ -668,6 +687,8 @@ class AnalysisHost:
         self.parse = ParseCache()
         self.kernels = KernelCache()
         self._revision = 0
+        # path → (its chunk texts, aliases, imported names), see ``_imports``.
+        self._import_facts: Dict[str, Tuple[Counter, frontend.Aliases, Tuple]] = {}
 
     # ---- changes ----------------------------------------------------------
     def set_text(self, path: str, text: str) -> None:
@@ -695,6 +716,7 @@ class AnalysisHost:
     def remove(self, path: str) -> None:
         with self._lock:
             self._files.pop(path, None)
+        self._import_facts.pop(path, None)
 
     def _bump(self, f: _File) -> None:
         self._revision += 1
@@ -718,6 +740,24 @@ class AnalysisHost:
             files = {p: (tuple(f.lines), tuple(s.copy() for s in f.slots), f.revision)
                      for p, f in self._files.items()}
         return Snapshot(self, files)
+
+    def _imports(self, path: str, lines: Sequence[str], slots: Sequence[Slot], text: str
+                 ) -> Tuple[frontend.Aliases, Tuple[Tuple[str, Tuple[str, bool]], ...]]:
+        """The file's import aliases and imported names.  Both are read from
+        import lines by regular expressions over the whole text; they are
+        reused when every chunk that changed since the last time (old text and
+        new) holds none of the words those expressions need."""
+        texts = Counter("".join(lines[sl.start:sl.end]) for sl in slots)
+        prev = self._import_facts.get(path)
+        if prev is not None:
+            gone, new = prev[0] - texts, texts - prev[0]
+            if not any(w in t for t in (*gone, *new) for w in _IMPORT_WORDS):
+                self._import_facts[path] = (texts, prev[1], prev[2])
+                return prev[1], prev[2]
+        aliases = frontend.find_aliases(text)
+        imports = tuple(sorted(pipeline.imported_names(text).items()))
+        self._import_facts[path] = (texts, aliases, imports)
+        return aliases, imports
 
     def _store_slots(self, path: str, revision: int, slots: List[Slot]) -> None:
         with self._lock:
@@ -765,9 +805,9 @@ class Snapshot:
             out: Tuple[Module, Optional[_Index]] = (frontend.parse_module(text), None)
             self._modules[path] = out
             return out
-        aliases = frontend.find_aliases(text)
         whole = [Slot(0, len(lines))]
         slots = resplit(lines, [s.copy() for s in slots0] or whole)
+        aliases, imports = self._host._imports(path, lines, slots, text)
         chunks = self._chunks(lines, slots, aliases)
         if len(slots0) > 1 and any(p.code == "TL001" for c in chunks for p in c[2].problems):
             # While the file does not parse, where its statements end depends on
@@ -783,7 +823,7 @@ class Snapshot:
             module = frontend.parse_module(text)
             out = (module, None)
         else:
-            index = _build_index(chunks, text)
+            index = _build_index(chunks, imports)
             index.aliases = aliases
             out = (module, index)
         self._modules[path] = out
@@ -834,7 +874,7 @@ class Snapshot:
             key = (chunk_text, ki, aliases_key)
             inputs = (kernel_inputs(index, ci, kernel), _lines_above(lines, start - 1),
                       target, settings_, select)
-            hit = cache.get(key, inputs, start)
+            hit = cache.get(key, inputs, start, index.whole_parses)
             if hit is not None:
                 krs, diags = hit
                 return [dataclasses.replace(kr, kernel=kernel) if kr.kernel is not kernel
@@ -843,7 +883,12 @@ class Snapshot:
             out = _run(module_, kernel, target, settings_, source, select, defer_solving,
                        pending)
             if len(pending) == before:
-                cache.put(key, inputs, start, start + chunk_text.count("\n") + 1, out)
+                # Tracing an unknown value reads the functions of the whole file
+                # with CPython's parser (``pipeline._source_facts``), which gives
+                # nothing while any part of the file does not parse.
+                traced = any(kr.unresolved for kr in out[0])
+                cache.put(key, inputs, start, start + chunk_text.count("\n") + 1, out,
+                          index.whole_parses if traced else None)
             return out
 
         return pipeline.analyze_module(module, text, name, settings, selection, run=run)
