@@ -92,24 +92,26 @@ class Packing:
 # --------------------------------------------------------------------------
 
 
-def _touched(stmt: Stmt) -> Set[str]:
-    out = {a.buffer for a in stmt.reads} | {a.buffer for a in stmt.writes}
+def _buffers(stmt: Stmt, writes_only: bool) -> Set[str]:
+    """The buffers ``stmt`` and everything nested in it (children and loop
+    bodies) write, or read and write."""
+    out = {a.buffer for a in stmt.writes}
+    if not writes_only:
+        out.update(a.buffer for a in stmt.reads)
     for c in stmt.children:
-        out |= _touched(c)
+        out |= _buffers(c, writes_only)
     if stmt.loop is not None:
         for c in stmt.loop.body:
-            out |= _touched(c)
+            out |= _buffers(c, writes_only)
     return out
+
+
+def _touched(stmt: Stmt) -> Set[str]:
+    return _buffers(stmt, writes_only=False)
 
 
 def _written(stmt: Stmt) -> Set[str]:
-    out = {a.buffer for a in stmt.writes}
-    for c in stmt.children:
-        out |= _written(c)
-    if stmt.loop is not None:
-        for c in stmt.loop.body:
-            out |= _written(c)
-    return out
+    return _buffers(stmt, writes_only=True)
 
 
 def _is_pipelined_stmt(s: Stmt) -> bool:
