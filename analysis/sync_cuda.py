@@ -30,12 +30,24 @@ more when statements before the loop write shared memory or the loop is nested.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Dict, List, Optional, Protocol, Sequence, Set, Tuple
 
 from . import targets as targets_mod
 from .loops import loop_result
-from .model import Kernel, KernelSync, LoopResult, LoopSync, Stmt, walk_bodies
+from .model import BufferInfo, Kernel, KernelSync, Loop, LoopResult, LoopSync, Stmt, walk_bodies
 from .schedule import BODY, EPILOGUE, PROLOGUE, Row, Schedule, modulo_schedule
+from .values import Env
+
+
+class PackLayout(Protocol):
+    """What the tracer reads of ``packing.Packing`` (whose module imports this one):
+    each shared buffer's arena offset and size."""
+
+    @property
+    def buffers(self) -> Sequence[BufferInfo]: ...
+
+
+VersionKey = Optional[Tuple[str, int]]  # see Acc.vkey
 
 PRODUCER_THREADS = 128
 
@@ -76,7 +88,7 @@ def is_async_copy(stmt: Stmt, kernel: Kernel) -> bool:
         any(r.buffer not in allocs for r in stmt.reads)
 
 
-def _is_tma(stmt: Stmt, kernel: Kernel, env) -> bool:
+def _is_tma(stmt: Stmt, kernel: Kernel, env: Optional[Env]) -> bool:
     if not is_async_copy(stmt, kernel):
         return False
     try:
@@ -95,7 +107,7 @@ def _walk_writes(stmt: Stmt) -> List[str]:
     return [w.buffer for x in walk_bodies([stmt]) for w in x.writes]
 
 
-def threads(kernel: Kernel, env, warp_specialized: bool) -> Optional[int]:
+def threads(kernel: Kernel, env: Env, warp_specialized: bool) -> Optional[int]:
     """Threads per block after lowering (a producer warpgroup is added on the WS path)."""
     t = env.eval_int(kernel.threads) if kernel.threads is not None else 128
     if t is None:
@@ -108,14 +120,14 @@ def threads(kernel: Kernel, env, warp_specialized: bool) -> Optional[int]:
 # --------------------------------------------------------------------------
 
 
-def ws_barriers(kernel: Kernel, env, loops: Sequence[LoopResult], target: str,
+def ws_barriers(kernel: Kernel, env: Optional[Env], loops: Sequence[LoopResult], target: str,
                 warp_specialized: bool) -> Tuple[int, int]:
     """(mbarrier count, mbarrier wait sites) on the warp-specialized path, else (0, 0)."""
     count, per_iteration, before = _ws_barriers(kernel, env, loops, warp_specialized)
     return count, per_iteration + before
 
 
-def _ws_barriers(kernel: Kernel, env, loops: Sequence[LoopResult],
+def _ws_barriers(kernel: Kernel, env: Optional[Env], loops: Sequence[LoopResult],
                  warp_specialized: bool) -> Tuple[int, int, int]:
     """(mbarrier count, wait sites in one iteration of the producer and consumer
     loops together, wait sites before them for the TMA copies ahead of the loop)."""
@@ -125,18 +137,20 @@ def _ws_barriers(kernel: Kernel, env, loops: Sequence[LoopResult],
     shared = _shared_names(kernel)
     body = list(kernel.body)
     for i, top in enumerate(body):
-        cands = [x for x in walk_bodies([top]) if x.loop is not None and x.loop.kind == "pipelined"]
-        lr = None
-        for x in cands:
-            lr = loop_result(x.loop, loops)
-            if _is_ws_loop(lr):
-                s = x
+        found: Optional[Tuple[Loop, LoopResult]] = None
+        for x in walk_bodies([top]):
+            if x.loop is None or x.loop.kind != "pipelined":
+                continue
+            xlr = loop_result(x.loop, loops)
+            if xlr is not None and _is_ws_loop(xlr):
+                found = (x.loop, xlr)
                 break
-        else:
+        if found is None:
             continue
+        ws_loop, lr = found
         ns = lr.num_stages or 1
         stmts = [st.stmt for st in sorted(lr.statements, key=lambda x: x.order or 0)] \
-            or list(s.loop.body)
+            or list(ws_loop.body)
         asyncs = [x for x in stmts if is_async_copy(x, kernel)]
         producers = [x for x in asyncs if _is_tma(x, kernel, env)]
         other_async = len(asyncs) > len(producers)
@@ -195,7 +209,8 @@ class Event:
 class _Layout:
     """Byte ranges of buffers in the arena, for cross-buffer conflicts."""
 
-    def __init__(self, kernel: Kernel, env, pack, versions: Dict[str, int]) -> None:
+    def __init__(self, kernel: Kernel, env: Optional[Env], pack: Optional[PackLayout],
+                 versions: Dict[str, int]) -> None:
         self.versions = versions
         self.ranges: Dict[str, Tuple[int, int]] = {}
         if pack is not None:
@@ -241,14 +256,15 @@ def _conflict(prev: Sequence[Acc], cur: Sequence[Acc], layout: _Layout, shift: i
     return False
 
 
-def _accs(stmt: Stmt, shared: Set[str], is_async: bool, vkey) -> List[Acc]:
+def _accs(stmt: Stmt, shared: Set[str], is_async: bool, vkey: VersionKey) -> List[Acc]:
     r, w = _rw(stmt, shared)
     out = [Acc(b, False, False, vkey) for b in sorted(r)]
     out += [Acc(b, True, is_async, vkey) for b in sorted(w)]
     return out
 
 
-def _vkey(row: Row, buffer: str, versions: Dict[str, int], trip: Optional[int] = None):
+def _vkey(row: Row, buffer: str, versions: Dict[str, int], trip: Optional[int] = None
+          ) -> VersionKey:
     if versions.get(buffer, 1) <= 1:
         return None
     if row.section == EPILOGUE and trip is not None:
@@ -293,7 +309,8 @@ class _Tracer:
                 return
         self.access(_accs(stmt, self.shared, False, None), Event("stmt", section, -1, stmt=stmt))
 
-    def _loop_body(self, body, section, li, stmt) -> None:
+    def _loop_body(self, body: Sequence[Tuple[Stmt, List[Acc]]], section: str, li: int,
+                   stmt: Stmt) -> None:
         start = len(self.events)
         for c, accs in body:
             self.access(accs, Event("stmt", section, li, stmt=c))
@@ -318,6 +335,7 @@ class _Tracer:
     def _ev_accs(self, ev: Event) -> List[Acc]:
         if ev.row is not None:
             return self.row_accs(ev.row, self._versions())
+        assert ev.stmt is not None  # a statement event (see _head_accs)
         return _accs(ev.stmt, self.shared, False, None)
 
     def _versions(self) -> Dict[str, int]:
@@ -449,7 +467,7 @@ class _Tracer:
         return commits, waits
 
 
-def _trip(lr: LoopResult, env) -> Optional[int]:
+def _trip(lr: LoopResult, env: Optional[Env]) -> Optional[int]:
     if env is None:
         return None
     try:
@@ -462,7 +480,8 @@ def _trip(lr: LoopResult, env) -> Optional[int]:
     return stop - start
 
 
-def _layout_for(kernel: Kernel, env, loops, pack) -> _Layout:
+def _layout_for(kernel: Kernel, env: Optional[Env], loops: Sequence[LoopResult],
+                pack: Optional[PackLayout]) -> _Layout:
     versions: Dict[str, int] = {}
     for lr in loops:
         for v in lr.versions:
@@ -491,8 +510,8 @@ def _section_sync(events: Sequence[Event], section: str) -> LoopSync:
                     cp_async_wait=tuple(e.n for e in evs if e.kind == "wait"))
 
 
-def trace(kernel: Kernel, env, loops: Sequence[LoopResult], target: str,
-          warp_specialized: bool = False, pack=None) -> Tuple[List[Event], List[RegionSync]]:
+def trace(kernel: Kernel, env: Optional[Env], loops: Sequence[LoopResult], target: str,
+          warp_specialized: bool = False, pack: Optional[PackLayout] = None) -> Tuple[List[Event], List[RegionSync]]:
     """The emitted statements and sync calls of the whole kernel (cp.async path) and a
     RegionSync per entry of ``loops``.  ``pack``: ``packing.pack_kernel``'s result for
     these loops (None: no arena layout, so no conflict between buffers is seen).  A
@@ -500,7 +519,7 @@ def trace(kernel: Kernel, env, loops: Sequence[LoopResult], target: str,
     none of the loop's regions; it counts in the kernel's total."""
     layout = _layout_for(kernel, env, loops, pack)
     tr = _Tracer(kernel, layout)
-    per_loop: Dict[int, LoopSync] = {}
+    per_loop: Dict[int, RegionSync] = {}
     loops = list(loops)
 
     def visit(s: Stmt) -> None:
@@ -544,8 +563,8 @@ def trace(kernel: Kernel, env, loops: Sequence[LoopResult], target: str,
     return tr.events, out
 
 
-def kernel_sync(kernel: Kernel, env, loops: Sequence[LoopResult], target: str,
-                warp_specialized: bool, pack) -> Tuple[KernelSync, Tuple[LoopSync, ...]]:
+def kernel_sync(kernel: Kernel, env: Env, loops: Sequence[LoopResult], target: str,
+                warp_specialized: bool, pack: Optional[PackLayout]) -> Tuple[KernelSync, Tuple[LoopSync, ...]]:
     """Kernel-wide sync counts and, per loop, what one iteration of its generated
     (steady-state) loop executes.  ``pack`` is ``packing.pack_kernel``'s result for
     the same kernel and loops (the arena layout decides which buffers share bytes).
@@ -554,8 +573,8 @@ def kernel_sync(kernel: Kernel, env, loops: Sequence[LoopResult], target: str,
     return ks, tuple(r.body for r in regions)
 
 
-def kernel_sync_regions(kernel: Kernel, env, loops: Sequence[LoopResult], target: str,
-                        warp_specialized: bool, pack) -> Tuple[KernelSync, Tuple[RegionSync, ...]]:
+def kernel_sync_regions(kernel: Kernel, env: Env, loops: Sequence[LoopResult], target: str,
+                        warp_specialized: bool, pack: Optional[PackLayout]) -> Tuple[KernelSync, Tuple[RegionSync, ...]]:
     """Kernel-wide sync counts and one RegionSync (prologue, one steady-state
     iteration, epilogue) per loop.  Never raises."""
     try:
@@ -564,7 +583,9 @@ def kernel_sync_regions(kernel: Kernel, env, loops: Sequence[LoopResult], target
         return KernelSync(), tuple(RegionSync() for _ in loops)
 
 
-def _kernel_sync(kernel, env, loops, target, warp_specialized, pack):
+def _kernel_sync(kernel: Kernel, env: Env, loops: Sequence[LoopResult], target: str,
+                 warp_specialized: bool, pack: Optional[PackLayout]
+                 ) -> Tuple[KernelSync, Tuple[RegionSync, ...]]:
     t = targets_mod.get(target)
     if t is None or t.kind != "cuda":
         return KernelSync(), tuple(RegionSync() for _ in loops)
@@ -639,7 +660,7 @@ def _placeholder(row: Row, versions: Dict[str, int], var: str) -> str:
 
 
 def render_preview(kernel: Kernel, loop_result: LoopResult, schedule: Optional[Schedule] = None,
-                   sync=None, target: str = "sm_80", env=None) -> str:
+                   sync: object = None, target: str = "sm_80", env: Optional[Env] = None) -> str:
     """A short CUDA skeleton of the pipelined loop with every sync call where the
     compiler puts it.  ``sync`` is accepted for symmetry and ignored (the placement is
     recomputed).  Returns "" when the loop is not pipelined."""
@@ -649,7 +670,8 @@ def render_preview(kernel: Kernel, loop_result: LoopResult, schedule: Optional[S
         return ""
 
 
-def _render(kernel, lr, schedule, target, env) -> str:
+def _render(kernel: Kernel, lr: LoopResult, schedule: Optional[Schedule], target: str,
+            env: Optional[Env]) -> str:
     var = lr.loop.var
     versions = {v.buffer: v.versions for v in lr.versions}
     lines: List[str] = []
