@@ -277,11 +277,14 @@ class DocumentStore:
                 pass
         return doc
 
-    def request(self, doc: Document) -> None:
-        """Analyse the document's current state as soon as possible."""
+    def request(self, doc: Document) -> asyncio.Task:
+        """Analyse the document's current state as soon as possible; the task that
+        does it."""
         doc.generation += 1
-        if doc.task is None or doc.task.done():
-            doc.task = asyncio.get_running_loop().create_task(self._run(doc))
+        task = doc.task
+        if task is None or task.done():
+            task = doc.task = asyncio.get_running_loop().create_task(self._run(doc))
+        return task
 
     def request_all(self) -> None:
         for doc in list(self.docs.values()):
@@ -366,8 +369,8 @@ class DocumentStore:
     def republish(self, doc: Document) -> bool:
         """Re-convert the committed analysis (plus the compiler's findings when
         they apply to its text) and publish; False when nothing is committed."""
-        if doc.closed or doc.analysis is None:
-            return False
+        if doc.closed or doc.analysis is None or doc.analysis_version is None:
+            return False  # (the version is set with the analysis)
         lsp_diags = convert.diagnostics(
             tuple(doc.analysis.diagnostics) + verified_diagnostics(doc, doc.analysis_lines),
             doc.uri, doc.analysis_lines, self.encoding(), doc.analysis_version)
@@ -384,9 +387,8 @@ class DocumentStore:
         while not doc.closed and doc.analysis_generation != doc.generation:
             task = doc.task
             if task is None or task.done():
-                self.request(doc)
-                task = doc.task
-            await asyncio.shield(task)  # type: ignore[arg-type]
+                task = self.request(doc)
+            await asyncio.shield(task)
         return doc
 
     def analyse_file(self, text: str, path: str, settings: Settings, selection=()):
