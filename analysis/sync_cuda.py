@@ -29,7 +29,7 @@ more when statements before the loop write shared memory or the loop is nested.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Protocol, Sequence, Set, Tuple
 
 from . import targets as targets_mod
@@ -350,8 +350,13 @@ class _Tracer:
         return out
 
     # -- pipelined loops ---------------------------------------------------
-    def pipelined(self, sched: Schedule, li: int, versions: Dict[str, int]) -> Tuple[int, List[int]]:
-        """Emit prologue/body/epilogue; returns (commits, waits)."""
+    def pipelined(self, sched: Schedule, li: int, versions: Dict[str, int],
+                  rolled: bool = False) -> Tuple[int, List[int]]:
+        """Emit prologue/body/epilogue; returns (commits, waits).  ``rolled``: the
+        prologue and the epilogue are loops (``rolled_ends``); their code is given once:
+        the prologue's last step ending with ``wait_group<0>`` and a barrier, the
+        epilogue as the whole body (every statement guarded) waiting with
+        ``wait_group<0>``."""
         kernel = self.kernel
         all_rows = sched.rows()
         if sched.trip_count is not None:
@@ -411,7 +416,7 @@ class _Tracer:
                 return k + r.offset
             return trip + r.offset
 
-        def emit_step(rows: Sequence[Row], k: int, record: bool) -> None:
+        def emit_step(rows: Sequence[Row], k: int, record: bool, drain: bool = False) -> None:
             nonlocal commits
             gids = {r.index: group_of[r.index] for r in rows if r.index in group_of}
             last_of = {g: pos for pos, r in enumerate(rows) for g in [gids.get(r.index)]
@@ -427,7 +432,7 @@ class _Tracer:
                     inst = (g, it)
                     if inst in complete or inst not in committed:
                         continue
-                    n = max(0, position(committed[-1]) - position(inst))
+                    n = 0 if drain else max(0, position(committed[-1]) - position(inst))
                     need = n if need is None else min(need, n)
                 if need is not None:
                     for inst in committed:
@@ -452,18 +457,38 @@ class _Tracer:
                             commits += 1
                             self.events.append(Event("commit", r.section, li))
 
-        for step in sched.prologue:
-            emit_step(step, 0, True)
+        if rolled and sched.prologue:
+            for step in sched.prologue[:-1]:
+                emit_step(step, 0, False)
+            start = len(self.events)
+            emit_step(sched.prologue[-1], 0, True)
+            complete.update(committed)
+            waits.append(0)
+            self.events.append(Event("wait", PROLOGUE, li, n=0))
+            self.sync(PROLOGUE, li, note="after wait")
+            self._close_loop(start, PROLOGUE, li)
+        else:
+            for step in sched.prologue:
+                emit_step(step, 0, True)
         # warm-up body iterations (not recorded) then one recorded steady-state iteration
+        # (after a rolled prologue, which drains every group, the steady state
+        # starts once the body consumes only what the body committed)
+        warm = max(2, sched.max_stage + 1) if rolled else 2
         saved_events, saved_pending = list(self.events), list(self.pending)
-        for k in range(0, 2):
+        for k in range(0, warm):
             emit_step(sched.body, k, False)
         self.events, self.pending = saved_events, saved_pending
         start = len(self.events)
-        emit_step(sched.body, 2, True)
+        emit_step(sched.body, warm, True)
         self._close_loop(start, BODY, li)
-        for step in sched.epilogue:
-            emit_step(step, 0, True)
+        if rolled and sched.epilogue:
+            start = len(self.events)
+            emit_step(sched.body, warm + 1, True, drain=True)
+            self._close_loop(start, EPILOGUE, li)
+            self.events[start:] = [replace(e, section=EPILOGUE) for e in self.events[start:]]
+        else:
+            for step in sched.epilogue:
+                emit_step(step, 0, True)
         return commits, waits
 
 
@@ -478,6 +503,39 @@ def _trip(lr: LoopResult, env: Optional[Env]) -> Optional[int]:
     if stop is None or start is None:
         return None
     return stop - start
+
+
+def _names(e) -> Set[str]:
+    """The bare names an expression reads."""
+    if e is None:
+        return set()
+    if type(e).__name__ == "Name":
+        return {e.id}
+    out: Set[str] = set()
+    for v in (vars(e).values() if hasattr(e, "__dict__") else ()):
+        if isinstance(v, tuple):
+            for x in v:
+                out |= _names(x[1] if isinstance(x, tuple) and len(x) == 2 else x)
+        elif hasattr(v, "__dataclass_fields__"):
+            out |= _names(v)
+    return out
+
+
+def rolled_ends(kernel: Kernel, lr: LoopResult, env) -> bool:
+    """The loop's start is a run-time value (a block index, say): InjectSoftwarePipeline
+    cannot fold the extent ``(start + d) - start`` of the prologue and epilogue, so it
+    emits each as a guarded loop over ``d`` iterations instead of ``d`` unrolled steps
+    (measured: T.Pipelined(by, n, num_stages=3))."""
+    start = lr.loop.start
+    if start is None or env is None:
+        return False
+    try:
+        if env.eval_int(start) is not None:
+            return False
+    except Exception:  # noqa: BLE001
+        return False
+    known = {p.name for p in kernel.factory_params} | {n for n, _ in kernel.locals}
+    return bool(_names(start) - known)
 
 
 def _layout_for(kernel: Kernel, env: Optional[Env], loops: Sequence[LoopResult],
@@ -530,7 +588,8 @@ def trace(kernel: Kernel, env: Optional[Env], loops: Sequence[LoopResult], targe
             not lr.warp_specialized else None
         if sched is not None:
             n0 = len(tr.events)
-            tr.pipelined(sched, li, layout.versions)
+            tr.pipelined(sched, li, layout.versions,
+                         rolled=sched.max_stage >= 2 and rolled_ends(kernel, lr, env))
             region = tr.events[n0:]
             per_loop[li] = RegionSync(
                 prologue=_section_sync(region, PROLOGUE),

@@ -724,16 +724,28 @@ def extract_sync(env, art, loops, kernel_file):
             res["regions"].append(None)
             continue
         best = None
+        cands = []
         for idx, lp in enumerate(all_fors):
             line, fname = env.span(lp)
             if line != entry["line"]:
                 continue
             if kernel_file and fname and os.path.abspath(fname) != os.path.abspath(kernel_file):
                 continue
+            cands.append(idx)
             if best is None or ann_get(lp, "tl_pipelined_num_stages") is not None:
                 best = idx
                 if ann_get(lp, "tl_pipelined_num_stages") is not None:
+                    cands.extend(i for i in range(idx + 1, len(all_fors))
+                                 if env.span(all_fors[i])[0] == entry["line"])
                     break
+        if best is not None and int(all_fors[best].kind) == 3:
+            # A loop whose start is not a constant: InjectSoftwarePipeline emits the
+            # prologue and the epilogue as unrolled-kind loops too (their extent
+            # `(s + d) - s` is not folded), all three on the loop's line and
+            # annotated; the steady state is the one that stays serial.
+            later = [i for i in cands if i > best and int(all_fors[i].kind) != 3]
+            if later:
+                best = later[0]
         if best is None:
             res["syncthreads_in_loop"].append(None)
             res["sync_partial_in_loop"].append(None)
