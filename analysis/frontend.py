@@ -19,7 +19,7 @@ import tokenize
 import warnings
 from dataclasses import dataclass, field, replace as dc_replace
 from functools import lru_cache
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -268,6 +268,9 @@ def _prev_is_decorator(lines: Sequence[str], i: int) -> bool:
 # Per-chunk result
 # --------------------------------------------------------------------------
 
+# A function returning a loop iterator: (name, parameters, returned expression).
+IterHelper = Tuple[str, Tuple[Param, ...], Expr]
+
 
 @dataclass(frozen=True)
 class ChunkModel:
@@ -282,7 +285,7 @@ class ChunkModel:
     toplevel: Tuple[FuncStmt, ...] = ()
     # Functions that return a loop iterator (``def maybe_pipeline(n, s): return
     # T.Pipelined(n, num_stages=s) if s > 0 else T.serial(n)``): name, params, expr.
-    iter_helpers: Tuple[Tuple[str, Tuple[str, ...], Expr], ...] = ()
+    iter_helpers: Tuple[IterHelper, ...] = ()
 
 
 def parse_module(source: str) -> Module:
@@ -311,7 +314,7 @@ def combine(models: Iterable[ChunkModel], aliases: Aliases) -> Module:
     defs: List[FuncDef] = []
     argp: List[Tuple[str, Expr]] = []
     toplevel: List[FuncStmt] = []
-    helpers: List[Tuple[str, Tuple[str, ...], Expr]] = []
+    helpers: List[IterHelper] = []
     for m in models:
         kernels.extend(m.kernels)
         constants.extend(m.constants)
@@ -381,7 +384,7 @@ def parse_chunk(text: str, start_line: int, aliases: Aliases) -> ChunkModel:
             "this statement nests too deeply to analyse"),))
 
 
-def _positions(module: cst.Module):
+def _positions(module: cst.Module) -> Mapping[cst.CSTNode, _CodeRange]:
     """The same node → ``CodeRange`` map as libcst's ``PositionProvider``, faster.
 
     ``MetadataWrapper.resolve(PositionProvider)`` runs one code-generation
@@ -409,7 +412,8 @@ class _Syntactic:
 
     __slots__ = ("state", "node", "start_node", "end_node", "line", "column")
 
-    def __init__(self, state, node, start_node, end_node) -> None:
+    def __init__(self, state: _PositionState, node: cst.CSTNode,
+                 start_node: Optional[cst.CSTNode], end_node: Optional[cst.CSTNode]) -> None:
         self.state = state
         self.node = node
         self.start_node = start_node
@@ -419,7 +423,7 @@ class _Syntactic:
         self.line = self.state.line
         self.column = self.state.column
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         st = self.state
         computed = st.computed
         start = computed[self.start_node].start if self.start_node is not None else \
@@ -465,16 +469,19 @@ class _PositionState(_CodegenState):
         if self.tokens:  # the text changes; recorded positions do not
             self.tokens.pop()
 
-    def before_codegen(self, node) -> None:
+    def before_codegen(self, node: cst.CSTNode) -> None:
         self._stack.append((self.line, self.column))
 
-    def after_codegen(self, node) -> None:
+    def after_codegen(self, node: cst.CSTNode) -> None:
         line, column = self._stack.pop()
         if node not in self.computed:
             self.computed[node] = _CodeRange(_CodePosition(line, column),
                                              _CodePosition(self.line, self.column))
 
-    def record_syntactic_position(self, node, *, start_node=None, end_node=None):
+    # libcst's is a generator context manager; this one is a plain class (cheaper).
+    def record_syntactic_position(  # type: ignore[override]
+            self, node: cst.CSTNode, *, start_node: Optional[cst.CSTNode] = None,
+            end_node: Optional[cst.CSTNode] = None) -> _Syntactic:
         return _Syntactic(self, node, start_node, end_node)
 
 
@@ -582,7 +589,6 @@ _LOOP_KINDS = {
     "grid": "parallel",
 }
 
-_PIPELINED_KWARGS = ("num_stages", "order", "stage", "annotations")
 # The keyword arguments of tilelang 0.1.15's ``T.Pipelined``
 # (tilelang/language/loop.py); anything else (a fork's ``sync=``/``group=``) is
 # unsupported.
@@ -590,7 +596,8 @@ _PIPELINED_KWARGS = ("start", "stop", "num_stages", "order", "stage", "annotatio
 
 
 class _Builder:
-    def __init__(self, text: str, start_line: int, aliases: Aliases, positions) -> None:
+    def __init__(self, text: str, start_line: int, aliases: Aliases,
+                 positions: Mapping[cst.CSTNode, _CodeRange]) -> None:
         self.text = text
         self.lines = [ln.rstrip("\r\n") for ln in source_lines(text)]
         self.offset = start_line - 1
@@ -605,7 +612,7 @@ class _Builder:
         self.defs: List[FuncDef] = []
         self.argparse: List[Tuple[str, Expr]] = []
         self.toplevel: List[FuncStmt] = []
-        self.iter_helpers: List[Tuple[str, Tuple[str, ...], Expr]] = []
+        self.iter_helpers: List[IterHelper] = []
 
     # ---- positions --------------------------------------------------------
     def span(self, node: cst.CSTNode) -> Span:
@@ -730,7 +737,7 @@ class _Builder:
             return Call("<dictcomp>", (self.expr(node.key), self.expr(node.value))
                         + self.comp_gens(node.for_in))
         if isinstance(node, (cst.Tuple, cst.List)):
-            items = []
+            items: List[Expr] = []
             for el in node.elements:
                 if isinstance(el, cst.StarredElement):
                     items.append(Opaque(self.src(el)))
@@ -739,17 +746,18 @@ class _Builder:
             return TupleExpr(tuple(items), isinstance(node, cst.List))
         if isinstance(node, cst.Dict):
             pairs: List[Tuple[str, Expr]] = []
-            for el in node.elements:
-                if isinstance(el, cst.DictElement):
-                    key = self.expr(el.key)
+            for entry in node.elements:
+                if isinstance(entry, cst.DictElement):
+                    key = self.expr(entry.key)
                     if isinstance(key, Const) and isinstance(key.value, str):
-                        pairs.append((key.value, self.expr(el.value)))
+                        pairs.append((key.value, self.expr(entry.value)))
                     elif isinstance(key, Name):
                         # ``{A_l1: 2}`` (annotate_buffer_versions keys are buffers)
-                        pairs.append((key.id, self.expr(el.value)))
+                        pairs.append((key.id, self.expr(entry.value)))
                     elif isinstance(key, Attr) and key.base == Name("T"):
                         # ``{T.float16: 2}``: dtypes evaluate to their names.
-                        pairs.append((_DTYPE_KEY.get(key.attr, key.attr), self.expr(el.value)))
+                        pairs.append((_DTYPE_KEY.get(key.attr, key.attr),
+                                      self.expr(entry.value)))
             return DictExpr(tuple(pairs))
         if isinstance(node, cst.Subscript):
             idx = self.subscript_indices(node)
@@ -795,8 +803,8 @@ class _Builder:
         if isinstance(stmt, cst.FunctionDef):
             self.function(stmt, class_name=class_name)
         elif isinstance(stmt, cst.ClassDef):
-            for inner in stmt.body.body:
-                self.top_level(inner, enclosing=None, class_name=stmt.name.value)
+            for member in stmt.body.body:
+                self.top_level(member, enclosing=None, class_name=stmt.name.value)
         elif isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
                 if isinstance(small, (cst.Assign, cst.AnnAssign)) and enclosing is None \
@@ -823,7 +831,7 @@ class _Builder:
             for inner in _compound_children(stmt):
                 self.module_compound(inner)
 
-    def module_assign(self, node) -> None:
+    def module_assign(self, node: Union[cst.Assign, cst.AnnAssign]) -> None:
         if isinstance(node, cst.AnnAssign):
             if isinstance(node.target, cst.Name) and node.value is not None:
                 self.constants.append((node.target.value, self.expr(node.value)))
@@ -832,7 +840,8 @@ class _Builder:
         for target in node.targets:
             self.assign_target(target.target, value, self.constants)
 
-    def assign_target(self, target, value, out: List[Tuple[str, Expr]]) -> None:
+    def assign_target(self, target: cst.BaseExpression, value: cst.BaseExpression,
+                      out: List[Tuple[str, Expr]]) -> None:
         if isinstance(target, cst.Name):
             out.append((target.value, self.expr(value)))
         elif isinstance(target, (cst.Tuple, cst.List)):
@@ -868,6 +877,7 @@ class _Builder:
         if isinstance(func, cst.Attribute) and func.attr.value == "add_argument":
             self.record_argument(call)
             return
+        name: Optional[str]
         if isinstance(func, cst.Attribute) and func.attr.value in ("compile", "get_tir",
                                                                     "get_kernel_source"):
             via = func.attr.value
@@ -1019,8 +1029,9 @@ class _Builder:
         local_macros: Dict[str, Macro] = {m.name: m for m in self.macros}
         self.factory_body(fn, fn.body.body, class_name, local, local_macros, params)
 
-    def factory_body(self, fn, stmts, class_name, local, local_macros,
-                     chain: Tuple[Param, ...] = ()) -> None:
+    def factory_body(self, fn: cst.FunctionDef, stmts: Sequence[cst.CSTNode],
+                     class_name: Optional[str], local: List[Tuple[str, Expr]],
+                     local_macros: Dict[str, Macro], chain: Tuple[Param, ...] = ()) -> None:
         for stmt in stmts:
             if isinstance(stmt, cst.FunctionDef):
                 self.function(stmt, class_name, factory=fn, factory_locals=list(local),
@@ -1103,7 +1114,7 @@ class _Builder:
                     out.extend(self.func_stmts(_suite(node.finalbody.body)))
         return out
 
-    def iterator_helper(self, fn: cst.FunctionDef):
+    def iterator_helper(self, fn: cst.FunctionDef) -> Optional[IterHelper]:
         """``def maybe_pipeline(n, s): return T.Pipelined(n, num_stages=s) if … else
         T.serial(n)`` (or the same with if/else returns): (name, params, expr)."""
         try:
@@ -1114,7 +1125,7 @@ class _Builder:
             return None
         return (fn.name.value, self.params(fn), e)
 
-    def _iter_return(self, stmts) -> Optional[Expr]:
+    def _iter_return(self, stmts: Sequence[cst.CSTNode]) -> Optional[Expr]:
         for i, st in enumerate(stmts):
             if isinstance(st, cst.SimpleStatementLine):
                 for small in st.body:
@@ -1265,7 +1276,8 @@ class _Builder:
                 kernel_span=self.span(extra), grid=grid2, allocs=tuple(ctx2.allocs),
                 body=tuple(body2), locals=tuple(locals2), attrs=tuple(ctx2.attrs)))
 
-    def kernel_launch(self, kernel_with: cst.With):
+    def kernel_launch(self, kernel_with: cst.With
+                      ) -> Tuple[Optional[Expr], Optional[Span], Tuple[Expr, ...]]:
         """threads, the span of ``threads=``, and the grid of ``with T.Kernel(...)``."""
         threads = None
         threads_span = None
@@ -1294,7 +1306,8 @@ class _Builder:
         return None
 
     # ---- statements -------------------------------------------------------
-    def block(self, body, ctx, macros: Dict[str, Macro],
+    def block(self, body: Union[cst.BaseSuite, Sequence[cst.CSTNode]],
+              ctx: Union["_KernelCtx", Dict[str, Macro]], macros: Dict[str, Macro],
               locals_out: Optional[List[Tuple[str, Expr]]] = None,
               pipelined_ancestors: int = 0) -> List[Stmt]:
         if isinstance(ctx, dict):
@@ -1362,7 +1375,8 @@ class _Builder:
             text = ""
         return text if len(text) <= 80 else text[:77] + "..."
 
-    def if_stmt(self, node: cst.If, ctx, locals_out, pa: int) -> Stmt:
+    def if_stmt(self, node: cst.If, ctx: "_KernelCtx", locals_out: Optional[List[Tuple[str, Expr]]],
+                pa: int) -> Stmt:
         children = self.block(node.body, ctx, ctx.macros, locals_out, pa)
         orelse = node.orelse
         else_index = len(children) if orelse is not None else None
@@ -1379,7 +1393,8 @@ class _Builder:
             st = dataclasses.replace(st, test=self.expr(node.test))
         return st if else_index is None else dataclasses.replace(st, else_index=else_index)
 
-    def for_stmt(self, node: cst.For, ctx, locals_out, pa: int) -> Stmt:
+    def for_stmt(self, node: cst.For, ctx: "_KernelCtx", locals_out: Optional[List[Tuple[str, Expr]]],
+                 pa: int) -> Stmt:
         var = node.target.value if isinstance(node.target, cst.Name) else self.src(node.target)
         it = node.iter
         condition: Optional[Expr] = None
@@ -1491,7 +1506,8 @@ class _Builder:
                      "vectorized": "parallel"}.get(kind, "loop")
         return self.compound(stmt_kind, "for", node, children, loop=loop)
 
-    def small_stmt(self, small: cst.BaseSmallStatement, ctx, locals_out) -> Optional[Stmt]:
+    def small_stmt(self, small: cst.BaseSmallStatement, ctx: "_KernelCtx",
+                   locals_out: Optional[List[Tuple[str, Expr]]]) -> Optional[Stmt]:
         if isinstance(small, cst.Expr):
             if isinstance(small.value, cst.Call):
                 return self.call_stmt(small.value, small, ctx)
@@ -1500,10 +1516,11 @@ class _Builder:
             return self.assign_stmt(small, ctx, locals_out)
         return None
 
-    def assign_stmt(self, node, ctx, locals_out) -> Optional[Stmt]:
+    def assign_stmt(self, node: Union[cst.Assign, cst.AnnAssign, cst.AugAssign], ctx: "_KernelCtx",
+                    locals_out: Optional[List[Tuple[str, Expr]]]) -> Optional[Stmt]:
         if isinstance(node, cst.Assign):
             targets = [t.target for t in node.targets]
-            value = node.value
+            value: Optional[cst.BaseExpression] = node.value
         elif isinstance(node, cst.AnnAssign):
             targets = [node.target]
             value = node.value
@@ -1569,7 +1586,8 @@ class _Builder:
                         value=self.expr(value))
         return None
 
-    def alloc(self, name: str, func: str, call: cst.Call, node, ctx) -> None:
+    def alloc(self, name: str, func: str, call: cst.Call, node: cst.CSTNode,
+              ctx: "_KernelCtx") -> None:
         args = [a for a in call.args if a.keyword is None]
         kw = {a.keyword.value: a for a in call.args if a.keyword is not None}
         shape: Tuple[Expr, ...] = ()
@@ -1607,7 +1625,7 @@ class _Builder:
         ctx.allocs.append(Alloc(name, func, scope, shape, dtype, self.span(node),
                                 self.span(call)))
 
-    def call_stmt(self, call: cst.Call, node: cst.CSTNode, ctx) -> Optional[Stmt]:
+    def call_stmt(self, call: cst.Call, node: cst.CSTNode, ctx: "_KernelCtx") -> Optional[Stmt]:
         fname = self.dotted(call.func)
         if fname is None:
             reads = self.accesses_in(call, ctx)
@@ -1654,8 +1672,8 @@ class _Builder:
         return Stmt(kind="call", op=fname, span=span, reads=tuple(reads), label=label,
                     value=value, roles_known=False)
 
-    def op_stmt(self, spec, fname: str, call: cst.Call, span: Span, label: str,
-                ctx) -> Optional[Stmt]:
+    def op_stmt(self, spec: ops_mod.OpSpec, fname: str, call: cst.Call, span: Span, label: str,
+                ctx: "_KernelCtx") -> Optional[Stmt]:
         """A call of an operator of ``analysis/ops.py``: its arguments bound to
         the parameter names as Python binds them, reads and writes from the
         roles.  None for ``*args``/``**kwargs`` (nothing can be bound): the
@@ -1700,8 +1718,9 @@ class _Builder:
         return Stmt(kind=spec.kind, op=fname, span=span, reads=tuple(reads),
                     writes=tuple(writes), label=label, roles_known=fits)
 
-    def _legacy_tile_stmt(self, fname: str, short: str, args, kw, span: Span, label: str,
-                          ctx) -> Optional[Stmt]:
+    def _legacy_tile_stmt(self, fname: str, short: str, args: Sequence[cst.Arg],
+                          kw: Dict[str, cst.Arg], span: Span, label: str,
+                          ctx: "_KernelCtx") -> Optional[Stmt]:
         """Name-based operand roles, kept for the Ascend dialect only."""
         base = short.split(".")[-1]
         if base in _COPY_OPS or base.endswith("_copy") or base == "copy":
@@ -1712,10 +1731,10 @@ class _Builder:
             if src is None and "src" in kw:
                 src = self.access(kw["src"].value, ctx)
             extra = [a for a in args[2:]]
-            reads = tuple(x for x in (src,) if x is not None)
+            reads = [x for x in (src,) if x is not None]
             for a in extra:
-                reads += tuple(self.accesses_in(a.value, ctx))
-            return Stmt(kind="copy", op=fname, span=span, reads=reads,
+                reads += self.accesses_in(a.value, ctx)
+            return Stmt(kind="copy", op=fname, span=span, reads=tuple(reads),
                         writes=tuple(x for x in (dst,) if x is not None), label=label)
         if any(g in base for g in _GEMM_OPS):
             ops = [self.access(a.value, ctx) for a in args[:3]]
@@ -1740,16 +1759,16 @@ class _Builder:
                         writes=tuple(x for x in (c_,) if x is not None), label=label)
         if base in _FILL_OPS:
             dst = self.access(args[0].value, ctx) if args else None
-            reads = tuple(a for x in args[1:] for a in self.accesses_in(x.value, ctx))
-            return Stmt(kind="fill", op=fname, span=span, reads=reads,
+            reads = [a for x in args[1:] for a in self.accesses_in(x.value, ctx)]
+            return Stmt(kind="fill", op=fname, span=span, reads=tuple(reads),
                         writes=tuple(x for x in (dst,) if x is not None), label=label)
         if base.startswith("reduce") or base in ("cumsum", "finalize_reducer"):
             src = self.access(args[0].value, ctx) if args else None
             dst = self.access(args[1].value, ctx) if len(args) > 1 else src
             clear = kw.get("clear")
             reads = [x for x in (src,) if x is not None]
-            if clear is not None and isinstance(self.expr(clear.value), Const) and \
-                    self.expr(clear.value).value is False and dst is not None:
+            clear_expr = self.expr(clear.value) if clear is not None else None
+            if isinstance(clear_expr, Const) and clear_expr.value is False and dst is not None:
                 reads.append(dst)
             return Stmt(kind="reduce", op=fname, span=span, reads=tuple(reads),
                         writes=tuple(x for x in (dst,) if x is not None), label=label)
@@ -1760,8 +1779,9 @@ class _Builder:
                 reads.append(dst)
             return Stmt(kind="atomic", op=fname, span=span, reads=tuple(reads),
                         writes=tuple(x for x in (dst,) if x is not None), label=label)
+        return None
 
-    def macro_call(self, macro: Macro, call: cst.Call, node, ctx) -> Stmt:
+    def macro_call(self, macro: Macro, call: cst.Call, node: cst.CSTNode, ctx: "_KernelCtx") -> Stmt:
         """Inline a macro: its statements with parameters renamed to the arguments."""
         mapping: Dict[str, str] = {}
         params = [p.name for p in macro.params]
@@ -1788,7 +1808,7 @@ class _Builder:
                     macro=macro.name)
 
     # ---- accesses ---------------------------------------------------------
-    def access(self, node: cst.BaseExpression, ctx) -> Optional[Access]:
+    def access(self, node: cst.BaseExpression, ctx: "_KernelCtx") -> Optional[Access]:
         if isinstance(node, cst.Name):
             if ctx.loose or node.value in ctx.buffers:
                 return Access(node.value, self.span(node))
@@ -1808,7 +1828,7 @@ class _Builder:
                 return Access(base, self.span(node))
         return None
 
-    def accesses_in(self, node: cst.CSTNode, ctx) -> List[Access]:
+    def accesses_in(self, node: cst.CSTNode, ctx: "_KernelCtx") -> List[Access]:
         out: List[Access] = []
         builder = self
 
@@ -1942,15 +1962,15 @@ def _bind_params(params: Sequence[Param], call: Expr) -> Dict[str, Expr]:
     for k, v in call.kwargs:
         if k in names:
             out[k] = v
-    for p in params:
-        if p.name not in out and p.default is not None:
-            out[p.name] = p.default
+    for prm in params:
+        if prm.name not in out and prm.default is not None:
+            out[prm.name] = prm.default
     return out
 
 
 def _scalar_args(macro: Macro, call: Expr) -> Dict[str, Expr]:
     """Macro parameters bound to non-buffer arguments (sizes, num_stages)."""
-    out = {}
+    out: Dict[str, Expr] = {}
     for k, v in _bind_params(macro.params, call).items():
         if isinstance(v, Opaque):
             continue
@@ -1958,7 +1978,7 @@ def _scalar_args(macro: Macro, call: Expr) -> Dict[str, Expr]:
     return out
 
 
-def _suite(body) -> Sequence[cst.CSTNode]:
+def _suite(body: cst.BaseSuite) -> Sequence[cst.CSTNode]:
     if isinstance(body, cst.IndentedBlock):
         return body.body
     if isinstance(body, cst.SimpleStatementSuite):
@@ -2019,7 +2039,7 @@ _STMT_KIND = {"pipelined": "pipelined", "parallel": "parallel", "serial": "seria
               "range": "serial", "unroll": "serial", "vectorized": "parallel"}
 
 
-def _needs_link(kernel: Kernel, macros, helpers) -> bool:
+def _needs_link(kernel: Kernel, macros: Sequence[Macro], helpers: Sequence[IterHelper]) -> bool:
     mnames = {m.name for m in macros}
     hnames = {h[0] for h in helpers}
     for s in walk_stmts(kernel.body):
@@ -2034,7 +2054,7 @@ def _needs_link(kernel: Kernel, macros, helpers) -> bool:
 
 @lru_cache(maxsize=1024)
 def _link_kernel(kernel: Kernel, macros: Tuple[Macro, ...],
-                 helpers: Tuple[Tuple[str, Tuple[Param, ...], Expr], ...]) -> Kernel:
+                 helpers: Tuple[IterHelper, ...]) -> Kernel:
     """``kernel`` with calls of macros from other statements inlined and loops
     over iterator helpers turned into the loops they return.  Cached so that an
     unchanged kernel keeps its identity across re-combines."""
@@ -2047,14 +2067,16 @@ def _link_kernel(kernel: Kernel, macros: Tuple[Macro, ...],
     return dataclasses.replace(kernel, body=body)
 
 
-def _link_stmts(stmts: Sequence[Stmt], macros, helpers, depth: int) -> List[Stmt]:
+def _link_stmts(stmts: Sequence[Stmt], macros: Dict[str, Macro], helpers: Dict[str, IterHelper],
+                depth: int) -> List[Stmt]:
     out: List[Stmt] = []
     for s in stmts:
         out.append(_link_stmt(s, macros, helpers, depth))
     return out
 
 
-def _link_stmt(s: Stmt, macros, helpers, depth: int) -> Stmt:
+def _link_stmt(s: Stmt, macros: Dict[str, Macro], helpers: Dict[str, IterHelper],
+               depth: int) -> Stmt:
     if depth > 16:
         return s
     if s.kind == "call" and s.op in macros and isinstance(s.value, Call):
@@ -2065,7 +2087,7 @@ def _link_stmt(s: Stmt, macros, helpers, depth: int) -> Stmt:
             b = _buffer_of(v)
             if b is not None:
                 mapping[k] = b
-        scalars = {k: v for k, v in bound.items() if not isinstance(v, Opaque)}
+        scalars: Dict[str, Expr] = {k: v for k, v in bound.items() if not isinstance(v, Opaque)}
         body = _link_stmts(macro.body, macros, helpers, depth + 1)
         children = tuple(_rename(c, mapping, s.span, scalars) for c in body)
         reads: List[Access] = []
@@ -2091,8 +2113,8 @@ def _link_stmt(s: Stmt, macros, helpers, depth: int) -> Stmt:
                     kind = _STMT_KIND.get(new.kind, "loop")
     if children == s.children and loop is s.loop:
         return s
-    reads: List[Access] = []
-    writes: List[Access] = []
+    reads = []
+    writes = []
     own = len(s.reads) - sum(len(c.reads) for c in s.children)
     reads.extend(s.reads[:max(own, 0)])
     for ch in children:
@@ -2153,7 +2175,7 @@ def _loop_from_iter(loop: Loop, it: Expr) -> Optional[Loop]:
     start = kw.get("start", start)
     stop = kw.get("stop", stop)
 
-    def tup(key):
+    def tup(key: str) -> Optional[Tuple[Expr, ...]]:
         v = kw.get(key)
         if v is None:
             return None
