@@ -472,6 +472,25 @@ def plan_instance(kernel: Kernel, env: Env, target: str, num_stages: Optional[in
     view = active_view(kernel, env)
     if num_stages is not None:
         view = _force_num_stages(view, num_stages, loop_line)
+    planned = plan_loops(view, env, target)
+    return view, list(planned.loops), planned.warp_specialized
+
+
+@dataclass(frozen=True)
+class PlannedLoops:
+    """Every pipelined loop of a kernel view, planned."""
+
+    loops: Tuple[LoopResult, ...]  # in source order, versions filled in
+    errors: Tuple[Tuple[planning.PlanError, ...], ...]  # planning's errors, per loop
+    ws_mode: str  # planning.warp_specialization_mode: "none", "applied" or "fallback"
+    warp_specialized: bool  # a loop was split into producer and consumer
+
+
+def plan_loops(view: Kernel, env: Env, target: str) -> PlannedLoops:
+    """Plan every pipelined loop of ``view`` (a kernel's active view) in the
+    compiler's order: warp specialization is decided first (CUDA targets), then
+    each loop is planned and its buffer versions computed.  The one planning
+    driver of ``pipeline.analyze_kernel`` and of the what-ifs."""
     allocs = {a.name: a for a in view.allocs}
     t = targets_mod.get(target)
     mode = "none"
@@ -480,14 +499,16 @@ def plan_instance(kernel: Kernel, env: Env, target: str, num_stages: Optional[in
         mode = planning.warp_specialization_mode(view, env, target, allocs)
         if mode == "applied":
             ws_loop = planning.warp_specialized_loop(view, env, target, allocs)
-    out: List[LoopResult] = []
+    loops: List[LoopResult] = []
+    errors: List[Tuple[planning.PlanError, ...]] = []
     for loop in pipelined_loops(view.body):
-        lr, _ = planning.plan_loop(loop, env, target, allocs, loop is ws_loop,
-                                   ws_fallback=mode == "fallback")
+        lr, errs = planning.plan_loop(loop, env, target, allocs, loop is ws_loop,
+                                      ws_fallback=mode == "fallback")
         if lr.pipelined:
             lr = dataclasses.replace(lr, versions=versions_mod.compute_versions(lr, allocs, env))
-        out.append(lr)
-    return view, out, ws_loop is not None
+        loops.append(lr)
+        errors.append(tuple(errs))
+    return PlannedLoops(tuple(loops), tuple(errors), mode, ws_loop is not None)
 
 
 def replan(kernel: Kernel, env: Env, target: str, warp_specialized: bool, num_stages: int

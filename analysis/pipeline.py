@@ -185,7 +185,7 @@ def _schedule_unknown(loop_results: Sequence[LoopResult]) -> bool:
 
 def analyze_kernel(module: Module, kernel: Kernel, target: str, settings: Settings,
                    source: Optional[str] = None) -> Tuple[List[KernelResult], List[Diagnostic]]:
-    from . import packing, planning, rules, sync_ascend, sync_cuda, versions
+    from . import packing, rules, sync_ascend, sync_cuda
 
     if kernel.dialect == "npu":
         # The tilelang-ascend fork's dialect is not modelled: no finding at all
@@ -207,20 +207,11 @@ def analyze_kernel(module: Module, kernel: Kernel, target: str, settings: Settin
         kernel = active_view(base_kernel, env)
         allocs: Dict[str, Alloc] = {a.name: a for a in kernel.allocs}
         tinfo = targets_mod.get(target)
-        ws_mode = "none"
-        ws_loop = None
-        if tinfo is not None and tinfo.kind == "cuda":
-            ws_mode = planning.warp_specialization_mode(kernel, env, target, allocs)
-            if ws_mode == "applied":
-                ws_loop = planning.warp_specialized_loop(kernel, env, target, allocs)
-        ws = ws_loop is not None
+        planned = packing.plan_loops(kernel, env, target)
+        ws_mode, ws = planned.ws_mode, planned.warp_specialized
         loop_results: List[LoopResult] = []
         kdiags: List[Diagnostic] = []
-        for loop in pipelined_loops(kernel.body):
-            lr, ld = planning.plan_loop(loop, env, target, allocs, loop is ws_loop,
-                                        ws_fallback=ws_mode == "fallback")
-            if lr.pipelined:
-                lr = _replace(lr, versions=versions.compute_versions(lr, allocs, env))
+        for lr, ld in zip(planned.loops, planned.errors, strict=True):
             ldiags = [rules.planning_diagnostic(e) for e in ld]
             ldiags += rules.validate_loop(lr, allocs, target, env, source)
             loop_results.append(_attempted(lr, ldiags))

@@ -225,8 +225,10 @@ def test_the_scan_sees_the_modules_and_their_imports() -> None:
     """The scan itself works: known edges are found (a test that can fail)."""
     assert "tilelint.analysis.pipeline" in MODULES
     assert "tilelint.server.lsp.app" in MODULES
-    # pipeline imports the planner (a module-level relative import) ...
-    assert "tilelint.analysis.planning" in GRAPH["tilelint.analysis.pipeline"]
+    # pipeline imports the frontend (a module-level relative import) and packing
+    # (inside a function) ...
+    assert "tilelint.analysis.frontend" in GRAPH["tilelint.analysis.pipeline"]
+    assert "tilelint.analysis.packing" in GRAPH["tilelint.analysis.pipeline"]
     # ... and the CLI imports the analysis package through absolute or relative names.
     assert any(t.startswith("tilelint.analysis") for t in GRAPH["tilelint.server.cli"])
 
