@@ -7,7 +7,7 @@ import asyncio
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, Optional
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
@@ -372,18 +372,21 @@ class TilelintServer(LanguageServer):
                 log.exception("diagnostic refresh failed")
 
     def show_message(self, message: str, kind: Any = None) -> None:
-        try:
-            self.window_show_message(lsp.ShowMessageParams(
-                type=kind or lsp.MessageType.Info, message=message))
-        except Exception:
-            log.exception("window/showMessage failed")
+        self._window(self.window_show_message, lsp.ShowMessageParams,
+                     kind or lsp.MessageType.Info, message, lsp.WINDOW_SHOW_MESSAGE)
 
     def log_message(self, message: str, kind: Any = None) -> None:
+        self._window(self.window_log_message, lsp.LogMessageParams,
+                     kind or lsp.MessageType.Log, message, lsp.WINDOW_LOG_MESSAGE)
+
+    @staticmethod
+    def _window(send: Callable[[Any], None], params: Callable[..., Any], kind: Any,
+                message: str, method: str) -> None:
+        """Send a window/ message; a failure is logged, never raised."""
         try:
-            self.window_log_message(lsp.LogMessageParams(
-                type=kind or lsp.MessageType.Log, message=message))
+            send(params(type=kind, message=message))
         except Exception:
-            log.exception("window/logMessage failed")
+            log.exception("%s failed", method)
 
     def clear(self, uri: str) -> None:
         self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
