@@ -1564,14 +1564,16 @@ class _Builder:
                 # ``x += ...`` on a local var buffer (alloc_var) is a store.
                 if name in ctx.buffers:
                     acc = Access(name, self.span(target))
+                    rhs = BinOp(_AUGOPS.get(type(node.operator), "?"), Name(name),
+                                self.expr(value))
                     return Stmt(kind="store", op="=", span=self.span(node),
                                 reads=tuple(reads) + (acc,), writes=(acc,),
-                                label=self.label(node))
+                                label=self.label(node), value=rhs)
                 return None
             if name in ctx.buffers and name in ctx.var_buffers:
                 acc = Access(name, self.span(target))
                 return Stmt(kind="store", op="=", span=self.span(node), reads=tuple(reads),
-                            writes=(acc,), label=self.label(node))
+                            writes=(acc,), label=self.label(node), value=self.expr(value))
             val = self.expr(value)
             if locals_out is not None:
                 locals_out.append((name, val))
@@ -1626,6 +1628,15 @@ class _Builder:
                                 self.span(call)))
 
     def call_stmt(self, call: cst.Call, node: cst.CSTNode, ctx: "_KernelCtx") -> Optional[Stmt]:
+        """The statement of a call, with the call's arguments as data (``Stmt.call``)."""
+        st = self._call_stmt(call, node, ctx)
+        if st is None:
+            return None
+        # An unknown call already holds its parsed form as ``value``.
+        parsed = st.value if st.kind == "call" and isinstance(st.value, Call) else self.expr(call)
+        return dc_replace(st, call=parsed) if isinstance(parsed, Call) else st
+
+    def _call_stmt(self, call: cst.Call, node: cst.CSTNode, ctx: "_KernelCtx") -> Optional[Stmt]:
         fname = self.dotted(call.func)
         if fname is None:
             reads = self.accesses_in(call, ctx)
@@ -1910,7 +1921,7 @@ def _rename(stmt: Stmt, mapping: Dict[str, str], span: Span,
                 writes=tuple(acc(a) for a in stmt.writes),
                 label=stmt.label, children=children, loop=loop, target=stmt.target,
                 value=stmt.value, macro=stmt.macro, else_index=stmt.else_index,
-                roles_known=stmt.roles_known)
+                roles_known=stmt.roles_known, call=stmt.call)
 
 
 def _subst(e: Expr, mapping: Dict[str, Expr], depth: int = 0) -> Expr:

@@ -241,6 +241,26 @@ class Stmt:
     # on a factory value such as ``if use_bias:`` is decided when the kernel is
     # traced, and only the taken branch exists for the compiler).
     test: Optional[Expr] = None
+    # A statement written as a call (every ``T.*`` operator, annotation, macro
+    # or helper call): the call as the frontend parsed it, the callee with the
+    # alias normalised and every positional and keyword argument as an
+    # expression.  Passes read argument facts here (``disable_tma=True``, the
+    # ``annotate_buffer_versions`` dict), never from ``label``.
+    call: Optional[Call] = None
+
+    def kwarg(self, name: str) -> Optional[Expr]:
+        """The keyword argument ``name=`` of the statement's call as written
+        (None: not a call, or not given by keyword)."""
+        if self.call is not None:
+            for key, value in self.call.kwargs:
+                if key == name:
+                    return value
+        return None
+
+    def kwarg_is_true(self, name: str) -> bool:
+        """``name=True`` is written in the statement's call."""
+        value = self.kwarg(name)
+        return isinstance(value, Const) and value.value is True
 
 
 def walk_stmt(stmt: Stmt) -> Iterator[Stmt]:

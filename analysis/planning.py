@@ -28,9 +28,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
+from . import targets as targets_mod
 from .model import (
     Access,
     Alloc,
+    Attr,
     Call,
     Const,
     Expr,
@@ -43,6 +45,7 @@ from .model import (
     Slice,
     Span,
     Stmt,
+    Subscript,
     TupleExpr,
     walk_stmt,
 )
@@ -277,9 +280,12 @@ def _copy_src_dst(stmt: Stmt) -> Tuple[Optional[str], Optional[str]]:
     return src, dst
 
 
-_PURE_VALUE = re.compile(
-    r"^\s*(?:T\.cast\(\s*)?[A-Za-z_][\w.]*\s*\[[^\[\]=]*\]\s*(?:,\s*[^()]*\))?\s*"
-    r"(?:\.astype\([^()]*\))?\s*$")
+def _is_raw_load(value: Optional[Expr]) -> bool:
+    """The stored value is one buffer load, possibly cast (``T.cast(A[i], dt)``,
+    ``A[i].astype(dt)``): PipelinePlanning's "pure raw copy value"."""
+    while isinstance(value, Call) and value.func in ("T.cast", ".astype") and value.args:
+        value = value.args[0]
+    return isinstance(value, Subscript) and isinstance(value.value, (Name, Attr))
 
 
 def _store_is_pure_copy(stmt: Stmt, allocs: Dict[str, Alloc]) -> bool:
@@ -289,11 +295,8 @@ def _store_is_pure_copy(stmt: Stmt, allocs: Dict[str, Alloc]) -> bool:
     dst = stmt.writes[0].buffer
     if not (is_shared(dst, allocs) or scope_of(dst, allocs).startswith("local")):
         return False
-    text = stmt.label
-    if "=" in text and not text.endswith("..."):
-        value = text.split("=", 1)[1]
-        if not _PURE_VALUE.match(value):
-            return False
+    if not _is_raw_load(stmt.value):
+        return False
     data_reads = [r for r in stmt.reads if r.indices is not None or r.buffer not in allocs]
     globals_ = [r for r in data_reads if is_global(r.buffer, allocs)]
     return len(globals_) >= 1 and len(data_reads) - len(globals_) == 0
@@ -855,7 +858,7 @@ def is_tma_load(stmt: Stmt, kernel: Optional[Kernel], env: Optional[Env],
     src, dst = _copy_src_dst(stmt)
     if src is None or dst is None or src in allocs or not is_shared(dst, allocs):
         return False
-    if "disable_tma" in (stmt.label or "") and "disable_tma=True" in stmt.label.replace(" ", ""):
+    if stmt.kwarg_is_true("disable_tma"):
         return False
     info = _tensor_param(kernel, src) if kernel is not None else None
     src_bits = _dtype_bits(env, info[1]) if info else None
@@ -905,7 +908,8 @@ def warp_specialization_mode(kernel: Kernel, env: Optional[Env], target: str,
                              allocs: Optional[Dict[str, Alloc]] = None) -> str:
     """'applied', 'fallback' (candidate but the rewriter does not fire: the
     compiler then strips num_stages from every loop), or 'none'."""
-    if not str(target).startswith("sm_") or _sm(target) < 90:
+    t = targets_mod.get(target)
+    if t is None or not t.has_tma:
         return "none"
     for k, v in kernel.attrs:
         if "disable_warp_specialized" in k:
@@ -947,6 +951,12 @@ def _expand_macros(s: Stmt) -> List[Stmt]:
     return [s]
 
 
+def pipelining_kept(target: str) -> bool:
+    """PipelinePlanning keeps ``num_stages`` on ``target`` (not on gfx942)."""
+    t = targets_mod.get(target)
+    return t is None or t.pipelining
+
+
 def warp_specialization_applies(kernel: Kernel, env: Optional[Env], target: str) -> bool:
     return warp_specialization_mode(kernel, env, target) == "applied"
 
@@ -959,15 +969,6 @@ def warp_specialized_loop(kernel: Kernel, env: Optional[Env], target: str,
         return None
     loops = [lp for lp in _pipelined_loops(kernel.body) if _has_num_stages(lp, env)]
     return loops[0] if loops else None
-
-
-def _sm(target: str) -> int:
-    m = re.match(r"sm_(\d+)", str(target))
-    return int(m.group(1)) if m else 0
-
-
-def is_rocm(target: str) -> bool:
-    return str(target).startswith("gfx")
 
 
 # --------------------------------------------------------------------------
@@ -1204,7 +1205,7 @@ def plan_loop(loop: Loop, env: Optional[Env], target: str, allocs: Dict[str, All
             note = "not pipelined: order without stage (or stage without order)"
         return _result(loop, pipelined=False, num_stages=ns, depth=None,
                        statements=tuple(plain), excluded_binds=excluded, note=note), diags
-    if is_rocm(target) and target != "gfx950":
+    if not pipelining_kept(target):
         return _result(loop, pipelined=False, num_stages=ns, depth=None,
                        statements=tuple(plain), excluded_binds=excluded,
                        note=f"not pipelined: software pipelining is disabled on {target}"), diags

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from . import targets as targets_mod
 from .frontend import source_lines
 from .model import (
     Alloc,
@@ -33,9 +34,9 @@ from .planning import (
     is_conditional,
     is_copy_stage,
     is_global,
-    is_rocm,
     is_shared,
     known_reads,
+    pipelining_kept,
     stmt_accesses,
 )
 from .values import Env
@@ -744,7 +745,7 @@ def validate_loop(result: LoopResult, allocs: Dict[str, Alloc], target: str,
         out.append(_diag("TL105", span or loop.iter_span,
                          f"{given}= without {missing}=: the compiler uses a manual schedule "
                          f"only when both are given; {tail}"))
-    if is_rocm(target) and target != "gfx950" and ns_given and not (has_order and has_stage):
+    if not pipelining_kept(target) and ns_given and not (has_order and has_stage):
         out.append(_diag("TL110", loop.num_stages_span or loop.iter_span,
                          f"software pipelining is disabled on {target}: PipelinePlanning "
                          f"drops num_stages and the loop runs unpipelined"))
@@ -762,8 +763,9 @@ def validate_loop(result: LoopResult, allocs: Dict[str, Alloc], target: str,
             edit = remove_argument_edit(source, loop.num_stages_span)
             if edit is not None:
                 fixes.append(Fix("Remove num_stages=", (edit,), preferred=True))
-        if str(target).startswith("sm_9"):
-            how = ("on sm_90 it makes the loop a warp-specialization candidate, which "
+        tinfo = targets_mod.get(target)
+        if tinfo is not None and tinfo.has_tma:
+            how = (f"on {target} it makes the loop a warp-specialization candidate, which "
                    "ignores the manual schedule when the copies are TMA-eligible")
         else:
             how = ("the manual schedule is used and num_stages stays on the loop: buffer "
@@ -846,7 +848,8 @@ def validate_loop(result: LoopResult, allocs: Dict[str, Alloc], target: str,
                 f"statement of the same stage {stages[j]} with a later order: dependent "
                 f"statements in one stage cannot be reordered", reo))
     # TL107: a consumer of async copies from more than one stage (cp.async targets).
-    if str(target).startswith("sm_") and _sm_num(target) >= 80:
+    tinfo = targets_mod.get(target)
+    if tinfo is not None and tinfo.cp_async:
         async_writes: Dict[int, Dict[str, int]] = {}
         for k, s in enumerate(sts):
             if _async_producer(s.stmt, known_stages[k], allocs):
@@ -872,10 +875,3 @@ def validate_loop(result: LoopResult, allocs: Dict[str, Alloc], target: str,
                     [Related(sts[k].stmt.span, f"async copy in stage {stg}")
                      for stg, k in sorted(hits.items())]))
     return out
-
-
-def _sm_num(target: str) -> int:
-    try:
-        return int(str(target).split("_", 1)[1])
-    except (IndexError, ValueError):
-        return 0

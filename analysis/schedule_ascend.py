@@ -404,7 +404,7 @@ def _gemm_cost(st: Stmt, memory: Dict[str, str], allocs: _Allocs, env: Env) -> T
     (a_shape, dt), (c_shape, _) = allocs[a], allocs[c]
     if len(a_shape) != 2 or len(c_shape) != 2 or dt not in CUBE_THROUGHPUT:
         raise Unmodelled("gemm shape/dtype")
-    trans_a = _kw_true(st, "transpose_A")
+    trans_a = st.kwarg_is_true("transpose_A")
     m, n = c_shape
     k = a_shape[0] if trans_a else a_shape[1]
     k_group = 1 if dt == "float32" else 256 // (8 * _DTYPE_BYTES[dt])
@@ -412,10 +412,6 @@ def _gemm_cost(st: Stmt, memory: Dict[str, str], allocs: _Allocs, env: Env) -> T
     cycles = _ceil(ops, CUBE_THROUGHPUT[dt])
     base = CUBE_FP32_BASE if dt == "float32" else CUBE_BASE
     return base + cycles, max(1, cycles)
-
-
-def _kw_true(st: Stmt, name: str) -> bool:
-    return f"{name}=True" in st.label.replace(" ", "")
 
 
 def _align(x: int, g: int) -> int:

@@ -49,12 +49,14 @@ from .model import (
     Access,
     AscendResult,
     AscendStatement,
+    Const,
     Diagnostic,
     DictExpr,
     Expr,
     Kernel,
     Loop,
     Name,
+    Opaque,
     Slice,
     Stmt,
     TupleExpr,
@@ -272,28 +274,37 @@ def _make_task(stmt: Stmt, memory: Dict[str, str], region: str) -> Optional[Task
 # Versions
 # --------------------------------------------------------------------------
 
-_LABEL_ITEM = re.compile(r"(\w+)\s*:\s*\(?\s*(\d+)")
+def _version_items(value: Expr, env: Optional[Env]) -> Dict[str, int]:
+    """``{buf: n}`` / ``{buf: (n, mode)}`` items of a version map whose count is
+    known (a mode alone leaves the count to the scheduler)."""
+    out: Dict[str, int] = {}
+    if not isinstance(value, DictExpr):
+        return out
+    for name, v in value.items:
+        if isinstance(v, TupleExpr) and v.items:
+            v = v.items[0]
+        n = env.eval_int(v) if env is not None else None
+        if n is None and isinstance(v, Const) and type(v.value) is int:
+            n = v.value
+        if n is not None:
+            out[name] = n
+    return out
 
 
 def annotated_versions(kernel: Kernel, env: Optional[Env]) -> Dict[str, int]:
     """Buffer -> version count from ``T.annotate_buffer_versions``."""
     out: Dict[str, int] = {}
     for key, value in kernel.attrs:
-        if key != "buffer_versions" or not isinstance(value, DictExpr):
-            continue
-        for name, v in value.items:
-            if isinstance(v, TupleExpr) and v.items:
-                v = v.items[0]
-            n = env.eval_int(v) if env is not None else None
-            if n is not None:
-                out[name] = n
+        if key == "buffer_versions":
+            out.update(_version_items(value, env))
     if not out:
-        # The frontend keeps only string keys of a dict literal; recover
-        # buffer-name keys from the statement's source text.
+        # The kernel's attributes hold the calls at the kernel's top level
+        # only (one inside an inlined macro is a statement): read every call
+        # statement.
         for st in walk_stmts(kernel.body):
-            if st.kind == "annotation" and st.op == "T.annotate_buffer_versions":
-                for name, num in _LABEL_ITEM.findall(st.label):
-                    out[name] = int(num)
+            if st.kind == "annotation" and st.op == "T.annotate_buffer_versions" \
+                    and st.call is not None and st.call.args:
+                out.update(_version_items(st.call.args[0], env))
     return out
 
 
@@ -393,8 +404,7 @@ def _loop_tainted(loop: Loop) -> Set[str]:
         changed = False
         for st in walk_stmts(loop.body):
             if st.kind == "bind" and st.target and st.target not in names:
-                if _mentions(st.value, names) or any(_mentions_text(st.label, names)
-                                                     for _ in [0]):
+                if _mentions(st.value, names):
                     names.add(st.target)
                     changed = True
     return names
@@ -405,6 +415,9 @@ def _mentions(e: Optional[Expr], names: Set[str]) -> bool:
         return False
     if isinstance(e, Name):
         return e.id in names
+    if isinstance(e, Opaque):
+        # Source the frontend kept as text (a lambda, a starred argument).
+        return any(re.search(rf"\b{re.escape(n)}\b", e.text) for n in names)
     for v in getattr(e, "__dict__", {}).values():
         if isinstance(v, tuple):
             for x in v:
@@ -416,11 +429,6 @@ def _mentions(e: Optional[Expr], names: Set[str]) -> bool:
         elif v is not None and not isinstance(v, (str, int, float, bool)) and _mentions(v, names):
             return True
     return False
-
-
-def _mentions_text(text: str, names: Set[str]) -> bool:
-    rhs = text.split("=", 1)[1] if "=" in text else text
-    return any(re.search(rf"\b{re.escape(n)}\b", rhs) for n in names)
 
 
 def _conflict(a: Task, b: Task, memory: Dict[str, str], cross: bool,

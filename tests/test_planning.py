@@ -8,7 +8,19 @@ reasoning in a comment.
 
 import ast
 
-from tilelint.analysis.model import Access, Alloc, BinOp, Const, Loop, Name, Span, Stmt
+from tilelint.analysis.model import (
+    Access,
+    Alloc,
+    BinOp,
+    Call,
+    Const,
+    Loop,
+    Name,
+    Span,
+    Stmt,
+    Subscript,
+    TupleExpr,
+)
 from tilelint.analysis.planning import Region, analyse_body, is_copy_stage, may_conflict, plan_loop
 from tilelint.analysis.rules import (
     RULES,
@@ -128,7 +140,9 @@ def test_flash_attention_body_measured():
     i, j = Name("i"), Name("j")
     par = Stmt("parallel", "for", sp(24), children=(
         Stmt("store", "=", sp(25), reads=(acc("acc_s", 25, (i, j)), acc("m", 25, (i,))),
-             writes=(acc("acc_s", 25, (i, j)),), label="acc_s[i, j] = T.exp2(acc_s[i, j] - m[i])"),),
+             writes=(acc("acc_s", 25, (i, j)),), label="acc_s[i, j] = T.exp2(acc_s[i, j] - m[i])",
+             value=Call("T.exp2", (BinOp("-", Subscript(Name("acc_s"), TupleExpr((i, j))),
+                                        Subscript(Name("m"), i)),))),),
         reads=(acc("acc_s", 25, (i, j)), acc("m", 25, (i,))), writes=(acc("acc_s", 25, (i, j)),))
     body = [copy("K", "K_s", 19), clear("acc_s", 20), gemm("Q_s", "K_s", "acc_s", 21),
             Stmt("reduce", "T.reduce_max", sp(22), reads=(acc("acc_s", 22), acc("m", 22)),
@@ -147,7 +161,8 @@ def test_parallel_copy_nest_is_a_copy_stage():
 
     def pcopy(src, dst, line):
         st = Stmt("store", "=", sp(line + 1), reads=(acc(src, line + 1, (i, j)),),
-                  writes=(acc(dst, line + 1, (i, j)),), label=f"{dst}[i, j] = {src}[i, j]")
+                  writes=(acc(dst, line + 1, (i, j)),), label=f"{dst}[i, j] = {src}[i, j]",
+                  value=Subscript(Name(src), TupleExpr((i, j))))
         return Stmt("parallel", "for", sp(line), reads=st.reads, writes=st.writes, children=(st,))
     body = [pcopy("A", "A_s", 19), pcopy("B", "B_s", 21), gemm("A_s", "B_s", "C_l", 23)]
     assert is_copy_stage(body[0], ALLOCS)
@@ -159,7 +174,8 @@ def test_parallel_with_arithmetic_is_not_a_copy():
     # A store whose value is not a plain load (x * 2) is compute, not a copy.
     i, j = Name("i"), Name("j")
     st = Stmt("store", "=", sp(20), reads=(acc("A", 20, (i, j)),), writes=(acc("A_s", 20, (i, j)),),
-              label="A_s[i, j] = A[i, j] * 2")
+              label="A_s[i, j] = A[i, j] * 2",
+              value=BinOp("*", Subscript(Name("A"), TupleExpr((i, j))), Const(2)))
     par = Stmt("parallel", "for", sp(19), reads=st.reads, writes=st.writes, children=(st,))
     assert not is_copy_stage(par, ALLOCS)
 
