@@ -1070,6 +1070,9 @@ class ScheduleLengthError:
     replayable: Tuple[Stmt, ...] = ()  # replayable scalar binds (executable count only)
     inlined: Tuple[Stmt, ...] = ()  # binds inlined before planning (no entry)
     code: ClassVar[str] = "TL104"
+    # What the loop's result says about it (``explain``, the loop hover).
+    note: ClassVar[str] = ("compile error: order/stage length does not match the "
+                           "scheduled statement count")
 
     @property
     def span(self) -> Span:
@@ -1096,6 +1099,14 @@ class StageConflict:
     @property
     def code(self) -> str:
         return "TL108" if self.kind == "overlap" else "TL112"
+
+    @property
+    def note(self) -> str:
+        """What the loop's result says about it (``explain``, the loop hover)."""
+        if self.kind == "overlap":
+            return "compile error: overlapping writes in different stages"
+        return ("compile error: PipelinePlanning cannot place a statement (its last "
+                "consumer is moved to stage 0 as a producer for a copy)")
 
     @property
     def span(self) -> Span:
@@ -1169,13 +1180,13 @@ def plan_loop(loop: Loop, env: Optional[Env], target: str, allocs: Dict[str, All
         bad = {k: len(v) for k, v in given.items()
                if v is not None and not counts.accepts(len(v))}
         if bad:
-            diags.append(ScheduleLengthError(loop, bad, counts, tuple(sched),
-                                             tuple(units[i] for i in ba.replayable),
-                                             tuple(ba.inlined)))
+            length_error = ScheduleLengthError(loop, bad, counts, tuple(sched),
+                                               tuple(units[i] for i in ba.replayable),
+                                               tuple(ba.inlined))
+            diags.append(length_error)
             return _result(loop, pipelined=False, num_stages=ns or None, depth=None,
                            statements=tuple(plain), excluded_binds=excluded, manual=True,
-                           note="compile error: order/stage length does not match the "
-                                "scheduled statement count"), diags
+                           note=length_error.note), diags
         filtered = {k: (counts.filter(v) if v is not None else None) for k, v in given.items()}
         orders = filtered["order"] or [None] * len(sched)
         stages = filtered["stage"] or [None] * len(sched)
@@ -1220,10 +1231,11 @@ def plan_loop(loop: Loop, env: Optional[Env], target: str, allocs: Dict[str, All
     try:
         infos = plan_auto(sched, ns, env, allocs)
     except PlanningError as e:
-        diags.append(StageConflict(loop, e.kind, e.message, e.stmt, e.other))
+        conflict = StageConflict(loop, e.kind, e.message, e.stmt, e.other)
+        diags.append(conflict)
         return _result(loop, pipelined=False, num_stages=ns, depth=None,
                        statements=tuple(plain), excluded_binds=excluded,
-                       note="compile error: overlapping writes in different stages"), diags
+                       note=conflict.note), diags
     planned = tuple(ScheduledStmt(p.stmt, p.stage, p.order) for p in infos)
     if len({p.stage for p in infos}) <= 1:
         # InjectSoftwarePipeline keeps a loop whose statements all share one

@@ -246,6 +246,7 @@ def test_manual_lists_counting_an_integer_alias_fail():
     res, diags = plan(loop([base] + GEMM_BODY, order=[0, 1, 2, 3], stage=[0, 0, 0, 1]))
     assert [d.code for d in diags] == ["TL104"]
     assert diags[0].span.line == 18
+    assert res.note == diags[0].note and "length does not match" in res.note
 
 
 def test_copy_feeding_a_scalar_producer_cannot_be_placed():
@@ -260,6 +261,10 @@ def test_copy_feeding_a_scalar_producer_cannot_be_placed():
             gemm("A_s", "B_s", "C_l", 23)]
     res, diags = plan_loop(loop(body, 2), None, "sm_80", allocs, False)
     assert [d.code for d in diags] == ["TL112"] and diags[0].span.line == 19
+    # What explain says about the loop: the compiler's complaint is the stage
+    # count, not overlapping writes (that is TL108's note, below).
+    assert not res.pipelined and res.note == diags[0].note
+    assert "cannot place" in res.note and "overlapping" not in res.note
 
 
 # ---------------------------------------------------------------- manual path
@@ -337,6 +342,7 @@ def test_overlapping_copy_and_later_write():
     body = [copy("A", "A_s", 19), clear("A_s", 20), gemm("A_s", "B_s", "C_l", 21)]
     res, diags = plan(loop(body, 2))
     assert [(d.code, d.span.line) for d in diags] == [("TL108", 20)]
+    assert res.note == "compile error: overlapping writes in different stages"
 
 
 def test_num_stages_with_manual_fix_leaves_valid_python():
