@@ -452,7 +452,7 @@ def _normalise(stmt: Stmt) -> List[Stmt]:
         for c in stmt.children:
             out.extend(_normalise(c))
         return out
-    if stmt.kind == "if" and getattr(stmt, "else_index", None) is None:
+    if stmt.kind == "if" and stmt.else_index is None:
         return _bind_if(stmt)
     if stmt.kind == "annotation":
         return []
@@ -932,7 +932,7 @@ def warp_specialization_mode(kernel: Kernel, env: Optional[Env], target: str,
     body = list(first.body)
     while body and body[0].kind == "bind":
         body.pop(0)
-    if len(body) == 1 and body[0].kind == "if" and getattr(body[0], "else_index", None) is None:
+    if len(body) == 1 and body[0].kind == "if" and body[0].else_index is None:
         body = list(body[0].children)
     flat: List[Stmt] = []
     for s in body:
@@ -1049,7 +1049,7 @@ class ScheduleCounts:
 
 
 def schedule_counts(loop: Loop, ba: "BodyAnalysis") -> ScheduleCounts:
-    decl = max(0, int(getattr(loop, "declarations", 0) or 0))
+    decl = max(0, loop.declarations)
     # Declarations sit at the top of the body (measured with T.decl_buffer
     # first); their exact position only matters for the original count.
     return ScheduleCounts(

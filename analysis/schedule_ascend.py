@@ -448,7 +448,7 @@ def _vf_cost(st: Stmt, memory: Dict[str, str], allocs: _Allocs, env: Env) -> Tup
                 raise Unmodelled("VF operand")
             shape, _ = allocs[acc.buffer]
             if list(shape) != extents or acc.indices is None or \
-                    [getattr(i, "id", None) for i in acc.indices] != vars_:
+                    [i.id if isinstance(i, Name) else None for i in acc.indices] != vars_:
                 raise Unmodelled("VF indexing")
             # The fused 2-d loop indexes with ``f % E // n`` and ``f % n``:
             # three div/mod operations per access.

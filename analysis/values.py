@@ -663,7 +663,7 @@ class Program:
         self.constants: Dict[str, Expr] = module_exprs(module)
         self.defs: Dict[str, FuncDef] = {}
         self.methods: Dict[Tuple[str, str], FuncDef] = {}
-        for d in getattr(module, "defs", ()):
+        for d in module.defs:
             if d.class_name is None or d.name not in self.defs:
                 self.defs[d.name] = d
             if d.class_name is not None:
@@ -671,7 +671,7 @@ class Program:
         self.classes: Set[str] = {c for c, _ in self.methods}
         self._instances: Dict[str, object] = {}
         self.argparse: Dict[str, Expr] = {}
-        for k, v in getattr(module, "argparse", ()):
+        for k, v in module.argparse:
             self.argparse.setdefault(k, v)
         self._argvals: Optional[Dict[str, object]] = None
         self._ctx_cache: Dict[Tuple[int, int], List[Tuple["Env", str]]] = {}
@@ -905,7 +905,7 @@ class Program:
                 snaps: List[Dict[str, object]] = []
                 self.steps = 0
                 try:
-                    self._exec(getattr(self.module, "toplevel", ()), {}, 0, call.span.line,
+                    self._exec(self.module.toplevel, {}, 0, call.span.line,
                                snaps)
                 except (_Budget, _Return):
                     pass

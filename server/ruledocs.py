@@ -103,17 +103,14 @@ def get_rule(code: str) -> Optional[Rule]:
 
 
 def off_by_default(code: str) -> bool:
-    try:
-        from tilelint.analysis.pipeline import OFF_BY_DEFAULT
-    except Exception:  # pragma: no cover
-        return False
+    from tilelint.analysis.pipeline import OFF_BY_DEFAULT
     return code in OFF_BY_DEFAULT
 
 
 def rule_dict(rule: Rule) -> Dict[str, object]:
     """A registry entry as a plain mapping (the SARIF formatter's input)."""
     code = rule.code
-    out: Dict[str, object] = {k: getattr(rule, k, "") for k in (
+    out: Dict[str, object] = {k: getattr(rule, k) for k in (
         "code", "name", "severity", "summary", "what", "why", "bad_example", "good_example", "fix")}
     out["help"] = terminal_text(rule)
     out["help_markdown"] = markdown(rule)
@@ -179,10 +176,9 @@ def runnable_example(example: str) -> str:
 def example_target(rule: Rule, which: str = "bad") -> str:
     """The target the example is meant for: the rule's ``target`` attribute,
     a ``# on sm_90`` / ``# target: sm_90`` comment in it, else sm_80."""
-    explicit = getattr(rule, "target", None) or getattr(rule, "example_target", None)
-    if explicit:
-        return str(explicit)
-    text = getattr(rule, f"{which}_example", "") or ""
+    if rule.target:
+        return rule.target
+    text = rule.bad_example if which == "bad" else rule.good_example
     m = _TARGET_HINT.search(text)
     return m.group(1).lower() if m else "sm_80"
 
@@ -198,23 +194,23 @@ def _para(text: str) -> str:
 
 def markdown(rule: Rule) -> str:
     code = rule.code
-    name = getattr(rule, "name", "")
-    sev = getattr(rule, "severity", "")
+    name = rule.name
+    sev = rule.severity
     out: List[str] = [f"# {code}: {name}", ""]
     default = "off by default (enable with `select`)" if off_by_default(code) else "on by default"
     out.append(f"**Severity:** {_SEVERITY_WORD.get(sev, sev)} · **{default[0].upper()}{default[1:]}**")
     out.append("")
-    summary = getattr(rule, "summary", "")
+    summary = rule.summary
     if summary:
         out += [_para(summary), ""]
-    what = getattr(rule, "what", "")
+    what = rule.what
     if what:
         out += ["## What it means", "", _para(what), ""]
-    why = getattr(rule, "why", "")
+    why = rule.why
     if why:
         out += ["## Why the compiler cares", "", _para(why), ""]
-    bad = getattr(rule, "bad_example", "")
-    good = getattr(rule, "good_example", "")
+    bad = rule.bad_example
+    good = rule.good_example
     target = example_target(rule)
     if bad:
         out += ["## Example", "", "```python", bad.rstrip("\n"), "```", ""]
@@ -224,7 +220,7 @@ def markdown(rule: Rule) -> str:
         out += ["<details><summary>The example as a whole file</summary>", "",
                 f"Checked with `tilelint check --target {target}`:", "",
                 "```python", runnable_example(bad).rstrip("\n"), "```", "", "</details>", ""]
-    fix = getattr(rule, "fix", "")
+    fix = rule.fix
     if fix:
         out += ["## How to fix", "", _para(fix), ""]
     out += ["## Suppressing", "",
@@ -240,9 +236,8 @@ def index_markdown(rules: Sequence[Rule]) -> str:
            "| Code | Name | Severity | Summary |", "|---|---|---|---|"]
     for r in rules:
         code = r.code
-        summary = getattr(r, "summary", "").replace("|", "\\|")
-        out.append(f"| [{code}]({code}.md) | {getattr(r, 'name', '')} | "
-                   f"{getattr(r, 'severity', '')} | {summary} |")
+        summary = r.summary.replace("|", "\\|")
+        out.append(f"| [{code}]({code}.md) | {r.name} | {r.severity} | {summary} |")
     return "\n".join(out) + "\n"
 
 
@@ -254,19 +249,19 @@ def terminal_text(rule: Rule) -> str:
         return "\n".join(textwrap.fill(p, width=width, initial_indent=indent,
                                        subsequent_indent=indent)
                          for p in t.strip().split("\n\n"))
-    out = [f"{code} {getattr(rule, 'name', '')} ({getattr(rule, 'severity', '')}"
+    out = [f"{code} {rule.name} ({rule.severity}"
            f"{', off by default' if off_by_default(code) else ''})", ""]
-    if getattr(rule, "summary", ""):
+    if rule.summary:
         out += [wrap(rule.summary), ""]
     for title, attr in (("What it means", "what"), ("Why the compiler cares", "why")):
-        t = getattr(rule, attr, "")
+        t = getattr(rule, attr)
         if t:
             out += [f"{title}:", wrap(t, "  "), ""]
     for title, attr in (("Example", "bad_example"), ("Fixed", "good_example")):
-        t = getattr(rule, attr, "")
+        t = getattr(rule, attr)
         if t:
             out += [f"{title}:", textwrap.indent(t.rstrip("\n"), "    "), ""]
-    if getattr(rule, "fix", ""):
+    if rule.fix:
         out += ["How to fix:", wrap(rule.fix, "  "), ""]
     page = rule_page(code)
     more = base_url() and rule_url(code) or (str(page) if page is not None else None)
@@ -276,8 +271,7 @@ def terminal_text(rule: Rule) -> str:
 
 
 def rule_list_text(rules: Sequence[Rule]) -> str:
-    rows = [(r.code, getattr(r, "name", ""), getattr(r, "severity", ""),
-             getattr(r, "summary", "")) for r in rules]
+    rows = [(r.code, r.name, r.severity, r.summary) for r in rules]
     w1 = max((len(r[1]) for r in rows), default=0)
     w2 = max((len(r[2]) for r in rows), default=0)
     return "".join(f"{c}  {n:<{w1}}  {s:<{w2}}  {t}\n" for c, n, s, t in rows)

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from tilelint.analysis import Settings, analyze
-from tilelint.analysis.rules import RULES
+from tilelint.analysis.rules import RULES, Rule
 from tilelint.server import ruledocs
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "rules"
@@ -56,7 +56,7 @@ def test_rule_url_is_the_installed_page(monkeypatch):
     # No page, no link.
     assert ruledocs.rule_url("TL999") is None and ruledocs.rule_page("TL999") is None
     assert ruledocs.rule_url("../README") is None
-    assert "url" not in ruledocs.rule_dict(type("R", (), {"code": "TL999"})())
+    assert "url" not in ruledocs.rule_dict(Rule("TL999", "no-page", "error", "a rule without a page"))
 
 
 def test_rule_url_configurable(monkeypatch):

@@ -129,7 +129,7 @@ class CompilerVerifier:
 
     def compiler_name(self) -> str:
         w = self._worker
-        info = getattr(w, "ready_info", None) or {}
+        info = (w.ready_info if w is not None else None) or {}
         return f"tilelang {info.get('tilelang') or '0.1.15'}"
 
     # ---- results (event loop) ---------------------------------------------------
@@ -158,7 +158,7 @@ class CompilerVerifier:
         doc.verified = Verified(source=source, line_count=lines_n, version=doc.version,
                                 diagnostics=diags, sync_code=tuple(res.sync_code),
                                 compiler=self.compiler_name(), seconds=res.seconds)
-        info = getattr(self._worker, "ready_info", None) or {}
+        info = (self._worker.ready_info if self._worker is not None else None) or {}
         self.server.log_message(
             f"tilelint: verified {doc.path} with {doc.verified.compiler} in {res.seconds:.1f} s "
             f"(compiler process {info.get('pid', '?')}): {len(diags)} finding(s)"

@@ -87,7 +87,7 @@ def whatif_rows(module, kernel, config_label: Optional[str], settings: Settings,
 
 def _verified_for(doc, lines: Sequence[str]):
     """The document's compiler verification when it applies to ``lines``."""
-    v = getattr(doc, "verified", None)
+    v = doc.verified
     if v is None or len(lines) != v.line_count or "".join(lines) != v.source:
         return None
     return v

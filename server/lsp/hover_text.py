@@ -243,7 +243,7 @@ def int_text(x: Optional[int]) -> str:
 
 def compiler_sync(sc, compiler: str) -> str:
     """The real sync code the compiler emitted around a loop (verify on save)."""
-    where = "" if getattr(sc, "scope", "loop") == "loop" else " (whole kernel: the loop was not located)"
+    where = "" if sc.scope == "loop" else " (whole kernel: the loop was not located)"
     return (f"**Compiler output ({compiler}, verified on save)**{where}:\n\n"
             + _fence(sc.code, "cuda"))
 

@@ -147,21 +147,20 @@ def document_config(base: "Config", options: Mapping[str, Any],
 
 def _document_text(doc: Any) -> Optional[str]:
     """The text of an open document (its ``lines``) or of a file path."""
-    lines = getattr(doc, "lines", None)
-    if isinstance(lines, list):
-        return "".join(lines)
-    path = doc if isinstance(doc, str) else None
-    if path:
-        try:
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                return fh.read()
-        except OSError:
-            return None
-    return None
+    if not isinstance(doc, str):
+        return "".join(doc.lines)
+    try:
+        with open(doc, encoding="utf-8", errors="replace") as fh:
+            return fh.read()
+    except OSError:
+        return None
 
 
 def _document_path(doc: Any) -> Optional[str]:
-    return getattr(doc, "path", None) or (doc if isinstance(doc, str) else None)
+    """The path of a document, or ``doc`` itself when it is a path (None: none)."""
+    if doc is None or isinstance(doc, str):
+        return doc or None
+    return doc.path or None
 
 
 def settings_of(cfg: "Config", doc: Any = None) -> "Settings":
