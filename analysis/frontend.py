@@ -1225,11 +1225,7 @@ class _Builder:
                         for t in small.targets:
                             self.assign_target(t.target, val, locals_)
             elif isinstance(stmt, cst.FunctionDef):
-                decos = self.decorator_names(stmt)
-                if any(d.endswith("macro") for d in decos):
-                    ctx.macros[stmt.name.value] = Macro(
-                        stmt.name.value, self.span(stmt.name), self.params(stmt),
-                        tuple(self.block(stmt.body, {}, macros=ctx.macros)))
+                self.record_macro(stmt, ctx.macros)
         if kernel_with is None and _has_pipelined(fn, self):
             # A prim_func written at the TIR level (no ``T.Kernel``): its body is
             # what the passes see.
@@ -1345,15 +1341,18 @@ class _Builder:
                                       pipelined_ancestors)
                 stmts.append(self.compound("loop", "while", node, children))
             elif isinstance(node, cst.FunctionDef):
-                decos = self.decorator_names(node)
-                if any(d.endswith("macro") for d in decos):
-                    ctx.macros[node.name.value] = Macro(
-                        node.name.value, self.span(node.name), self.params(node),
-                        tuple(self.block(node.body, {}, macros=ctx.macros)))
+                self.record_macro(node, ctx.macros)
             elif isinstance(node, cst.Try):
                 stmts.extend(self.block(node.body, ctx, ctx.macros, locals_out,
                                         pipelined_ancestors))
         return stmts
+
+    def record_macro(self, fn: cst.FunctionDef, macros: Dict[str, Macro]) -> None:
+        """A ``@T.macro`` defined in a kernel body: its statements, for the calls
+        that inline it (any other nested function is not kernel code)."""
+        if any(d.endswith("macro") for d in self.decorator_names(fn)):
+            macros[fn.name.value] = Macro(fn.name.value, self.span(fn.name), self.params(fn),
+                                          tuple(self.block(fn.body, {}, macros=macros)))
 
     def compound(self, kind: str, op: str, node: cst.CSTNode, children: List[Stmt],
                  loop: Optional[Loop] = None, extra_reads: Sequence[Access] = ()) -> Stmt:
