@@ -10,7 +10,7 @@ statement of the loop writes keeps one version.
 
 from __future__ import annotations
 
-from typing import Dict, Iterator, List, Optional, Set, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 from .model import Access, Alloc, BufferVersion, LoopResult, Stmt
 from .planning import may_conflict, stmt_accesses
@@ -33,7 +33,7 @@ def _all_accesses(stmt: Stmt) -> Iterator[Access]:
         yield from _all_accesses(c)
 
 
-def _top_level(stmts) -> Iterator[Stmt]:
+def _top_level(stmts: Sequence[Stmt]) -> Iterator[Stmt]:
     """The loop body as the warp-specialization pass lists it: statements in
     source order, ``if`` branches opened, loops (``T.Parallel``) kept whole."""
     for s in stmts:
