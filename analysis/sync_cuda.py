@@ -34,7 +34,17 @@ from typing import Dict, List, Optional, Protocol, Sequence, Set, Tuple
 
 from . import targets as targets_mod
 from .loops import loop_result
-from .model import BufferInfo, Kernel, KernelSync, Loop, LoopResult, LoopSync, Stmt, walk_bodies
+from .model import (
+    BufferInfo,
+    Kernel,
+    KernelSync,
+    Loop,
+    LoopResult,
+    LoopSync,
+    Name,
+    Stmt,
+    walk_bodies,
+)
 from .schedule import BODY, EPILOGUE, PROLOGUE, Row, Schedule, modulo_schedule
 from .values import Env
 
@@ -505,11 +515,11 @@ def _trip(lr: LoopResult, env: Optional[Env]) -> Optional[int]:
     return stop - start
 
 
-def _names(e) -> Set[str]:
+def _names(e: object) -> Set[str]:
     """The bare names an expression reads."""
     if e is None:
         return set()
-    if type(e).__name__ == "Name":
+    if isinstance(e, Name):
         return {e.id}
     out: Set[str] = set()
     for v in (vars(e).values() if hasattr(e, "__dict__") else ()):
@@ -521,7 +531,7 @@ def _names(e) -> Set[str]:
     return out
 
 
-def rolled_ends(kernel: Kernel, lr: LoopResult, env) -> bool:
+def rolled_ends(kernel: Kernel, lr: LoopResult, env: Optional[Env]) -> bool:
     """The loop's start is a run-time value (a block index, say): InjectSoftwarePipeline
     cannot fold the extent ``(start + d) - start`` of the prologue and epilogue, so it
     emits each as a guarded loop over ``d`` iterations instead of ``d`` unrolled steps
@@ -589,7 +599,8 @@ def trace(kernel: Kernel, env: Optional[Env], loops: Sequence[LoopResult], targe
         if sched is not None:
             n0 = len(tr.events)
             tr.pipelined(sched, li, layout.versions,
-                         rolled=sched.max_stage >= 2 and rolled_ends(kernel, lr, env))
+                         rolled=sched.max_stage >= 2 and lr is not None
+                         and rolled_ends(kernel, lr, env))
             region = tr.events[n0:]
             per_loop[li] = RegionSync(
                 prologue=_section_sync(region, PROLOGUE),
