@@ -54,12 +54,16 @@ from .model import (
     Diagnostic,
     FuncStmt,
     Kernel,
+    KernelResult,
     Module,
     Name,
     Settings,
     Span,
 )
 from .text import splice, split_lines
+
+# pipeline.run_kernel's result for one kernel: its instances and diagnostics.
+KernelOutput = Tuple[List[KernelResult], List[Diagnostic]]
 
 # Characters Python's str.splitlines() treats as line breaks but LSP and the
 # tokenizer do not; a region holding one is not split further.
@@ -590,8 +594,8 @@ def _frame_closure(index: _Index, d: Any, need: Set[str]) -> FrozenSet[str]:
 
         walk(body)
         memo = index.frames[id(d)] = (frozenset(assigned), {})
-    assigned, results = memo
-    key = frozenset(need & assigned)
+    assigned_names, results = memo
+    key = frozenset(need & assigned_names)
     hit = results.get(key)
     if hit is None:
         grow = set(key)
@@ -628,11 +632,14 @@ class KernelCache:
 
     def __init__(self, size: int = 2048) -> None:
         self.size = size
-        self._items: "OrderedDict[Tuple, Tuple[Tuple, int, int, Any]]" = OrderedDict()
+        # key -> (inputs, start line, end line, output, whole_parses)
+        self._items: "OrderedDict[Tuple, Tuple[Tuple, int, int, KernelOutput, Optional[bool]]]" = \
+            OrderedDict()
         self.hits = 0
         self.misses = 0
 
-    def get(self, key: Tuple, inputs: Tuple, start: int, whole_parses: bool):
+    def get(self, key: Tuple, inputs: Tuple, start: int, whole_parses: bool
+            ) -> Optional[KernelOutput]:
         entry = self._items.get(key)
         if entry is None or entry[0] != inputs or entry[4] not in (None, whole_parses):
             return None
@@ -646,7 +653,7 @@ class KernelCache:
         return ([shift(kr, delta, base, end) for kr in krs],
                 [shift(d, delta, base, end) for d in diags])
 
-    def put(self, key: Tuple, inputs: Tuple, start: int, end: int, out: Any,
+    def put(self, key: Tuple, inputs: Tuple, start: int, end: int, out: KernelOutput,
             whole_parses: Optional[bool]) -> None:
         """``whole_parses``: whether the whole file parsed, for a result that
         depends on it (None: one that does not)."""
@@ -863,7 +870,7 @@ class Snapshot:
         pending = self.pending
 
         def run(module_: Module, kernel: Kernel, target: str, settings_: Settings,
-                source: str, select: Optional[str]):
+                source: Optional[str], select: Optional[str]) -> KernelOutput:
             n = counter[0]
             counter[0] = n + 1
             ci, ki = spots[n] if n < len(spots) else (-1, -1)
@@ -894,8 +901,8 @@ class Snapshot:
         return pipeline.analyze_module(module, text, name, settings, selection, run=run)
 
 
-def _run(module: Module, kernel: Kernel, target: str, settings: Settings, source: str,
-         select: Optional[str], defer: bool, pending: List[Any]):
+def _run(module: Module, kernel: Kernel, target: str, settings: Settings, source: Optional[str],
+         select: Optional[str], defer: bool, pending: List[Any]) -> KernelOutput:
     if not defer:
         return pipeline.run_kernel(module, kernel, target, settings, source, select)
     with schedule_ascend.deferred_solving() as waiting:
