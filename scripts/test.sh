@@ -19,7 +19,8 @@ if ! command -v nvim >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get
   (apt-get update -qq && apt-get install -y -qq neovim) >/dev/null 2>&1 || \
     echo "note: could not install neovim; the Neovim test will be skipped" >&2
 fi
-# Lint first (configuration in pyproject.toml); a finding fails the script.
+# Lint and type-check first (configuration in pyproject.toml); a finding fails the script.
 "$VENV/bin/ruff" check analysis server tests bench scripts
+"$VENV/bin/mypy"
 export TILELINT_REQUIRE_PARITY=${TILELINT_REQUIRE_PARITY:-1}
 exec "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@"
