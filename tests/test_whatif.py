@@ -110,6 +110,29 @@ def test_bad_values_and_non_cuda_never_raise():
     assert pt.arena_bytes is None and pt.sync is None and pt.total_bytes is None
 
 
+@pytest.mark.parity
+@pytest.mark.parametrize("target", ["sm_80", "sm_90"])
+def test_engine_matches_the_compiler(target):
+    """gemm_ns3.py swept to num_stages 1..4 against the compiler's own lowering
+    of gemm_ns1..ns4.py (the same kernel with that value; gemm_ns4 has a
+    smaller M/N, which changes only the grid): versions of every shared buffer,
+    the dynamic arena and the static shared memory (mbarriers on sm_90)."""
+    from parity_support import oracle_facts, require_tilelang
+    require_tilelang()
+    files = tuple(str(PARITY / f"gemm_ns{n}.py") for n in (1, 2, 3, 4))
+    facts = oracle_facts(target, files)
+    _, kernel, env = _instance(PARITY / "gemm_ns3.py")
+    pts = whatif.sweep_num_stages(kernel, env, [1, 2, 3, 4], target)
+    assert [p.num_stages for p in pts] == [1, 2, 3, 4]
+    for p in pts:
+        (k,) = facts[f"gemm_ns{p.num_stages}.py"]["kernels"].values()
+        where = f"num_stages={p.num_stages} on {target}"
+        mine = dict(p.versions)
+        assert {b: mine.get(b) for b in k["versions"]} == k["versions"], where
+        assert p.arena_bytes == k["shared"]["bytes"], where
+        assert p.static_bytes == k["shared"]["static_bytes"], where
+
+
 def test_cli_and_hover_show_the_engine():
     """Both callers print the engine's numbers (the compiler's, above)."""
     from tilelint.server import cli
