@@ -511,15 +511,6 @@ def plan_loops(view: Kernel, env: Env, target: str) -> PlannedLoops:
     return PlannedLoops(tuple(loops), tuple(errors), mode, ws_loop is not None)
 
 
-def replan(kernel: Kernel, env: Env, target: str, warp_specialized: bool, num_stages: int
-           ) -> List[LoopResult]:
-    """Plan every pipelined loop of the kernel with ``num_stages`` forced (loops with
-    manual order/stage keep theirs).  ``warp_specialized`` is recomputed for the
-    forced value (kept in the signature for callers)."""
-    _, loops, _ = plan_instance(kernel, env, target, num_stages)
-    return loops
-
-
 def _literal_num_stages(loops: Sequence[LoopResult]) -> List[Loop]:
     return [lr.loop for lr in loops if isinstance(lr.loop.num_stages, Const)
             and isinstance(lr.loop.num_stages.value, int) and lr.loop.num_stages_span is not None]
@@ -567,8 +558,10 @@ def _overflow(kernel: Kernel, env: Env, loops: Sequence[LoopResult], pack: Packi
     top = max(cur_ns) if cur_ns else 0
     if top > 1:
         for ns in range(top - 1, 0, -1):
-            lrs = replan(kernel, env, target, warp_specialized, ns)
-            p = pack_kernel(kernel, env, lrs, target, warp_specialized)
+            # Planned like a what-if (whatif.sweep_num_stages): warp
+            # specialization decided again for the smaller value.
+            view, lrs, ws_ns = plan_instance(kernel, env, target, ns)
+            p = pack_kernel(view, env, lrs, target, ws_ns)
             if p.total_bytes is not None and p.total_bytes <= budget:
                 best = (ns, p.total_bytes)
                 break
