@@ -133,6 +133,25 @@ def test_engine_matches_the_compiler(target):
         assert p.static_bytes == k["shared"]["static_bytes"], where
 
 
+@pytest.mark.parity
+def test_one_loop_forced_to_its_own_value_is_the_compiler():
+    """parity/two_loops.py (loop 1 num_stages=2, loop 2 num_stages=3): forcing
+    only loop 1 to its own value gives exactly what the compiler lowers (loop 2
+    keeps its 3); forcing every loop to 2 would change loop 2's buffers."""
+    from parity_support import oracle_facts, require_tilelang
+    require_tilelang()
+    path = PARITY / "two_loops.py"
+    (k,) = oracle_facts("sm_80", (str(path),))["two_loops.py"]["kernels"].values()
+    _, kernel, env = _instance(path)
+    first = next(i for i, ln in enumerate(path.read_text().splitlines(), 1) if "T.Pipelined" in ln)
+    (only,) = whatif.sweep_num_stages(kernel, env, [2], "sm_80", loop_line=first)
+    mine = dict(only.versions)
+    assert {b: mine.get(b) for b in k["versions"]} == k["versions"]
+    assert only.arena_bytes == k["shared"]["bytes"]
+    (every,) = whatif.sweep_num_stages(kernel, env, [2], "sm_80")
+    assert dict(every.versions)["E_shared"] == 2 != k["versions"]["E_shared"]
+
+
 def test_cli_and_hover_show_the_engine():
     """Both callers print the engine's numbers (the compiler's, above)."""
     from tilelint.server import cli
