@@ -19,7 +19,7 @@ import tokenize
 import warnings
 from dataclasses import dataclass, field, replace as dc_replace
 from functools import lru_cache
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -384,8 +384,9 @@ def parse_chunk(text: str, start_line: int, aliases: Aliases) -> ChunkModel:
             "this statement nests too deeply to analyse"),))
 
 
-def _positions(module: cst.Module) -> Mapping[cst.CSTNode, _CodeRange]:
-    """The same node → ``CodeRange`` map as libcst's ``PositionProvider``, faster.
+def _positions(module: cst.Module) -> Dict[int, Tuple[int, int, int, int]]:
+    """The ranges of libcst's ``PositionProvider``, faster: ``id(node)`` →
+    ``(start line, start column, end line, end column)``.
 
     ``MetadataWrapper.resolve(PositionProvider)`` runs one code-generation
     pass that tracks line and column, then walks the whole tree a second time
@@ -393,9 +394,10 @@ def _positions(module: cst.Module) -> Mapping[cst.CSTNode, _CodeRange]:
     splits every token with a regex and records every node through a
     generator-based context manager.  ``_PositionState`` hooks the same
     code-generation pass (libcst's ``CodegenState`` protocol) with cheaper
-    bookkeeping and no second walk: about 3× faster on a kernel.  Should
-    libcst's internals change, the wrapper is the fallback; a test checks
-    that both give the same map."""
+    bookkeeping (plain tuples keyed by ``id``: the module keeps every node
+    alive while the map is used) and no second walk.  Should libcst's
+    internals change, the wrapper is the fallback;
+    tests/test_frontend_fastpaths.py checks that both give the same ranges."""
     try:
         state = _PositionState(module.default_indent, module.default_newline)
         module._codegen(state)
@@ -403,7 +405,9 @@ def _positions(module: cst.Module) -> Mapping[cst.CSTNode, _CodeRange]:
     except RecursionError:
         raise
     except Exception:  # pragma: no cover - another libcst version
-        return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        return {id(node): (r.start.line, r.start.column, r.end.line, r.end.column)
+                for node, r in MetadataWrapper(module, unsafe_skip_copy=True)
+                .resolve(PositionProvider).items()}
 
 
 class _Syntactic:
@@ -426,15 +430,18 @@ class _Syntactic:
     def __exit__(self, *exc: object) -> None:
         st = self.state
         computed = st.computed
-        start = computed[self.start_node].start if self.start_node is not None else \
-            _CodePosition(self.line, self.column)
-        end = computed[self.end_node].end if self.end_node is not None else \
-            _CodePosition(st.line, st.column)
-        computed[self.node] = _CodeRange(start, end)
+        if self.start_node is not None:
+            start = computed[id(self.start_node)][:2]
+        else:
+            start = (self.line, self.column)
+        if self.end_node is not None:
+            end = computed[id(self.end_node)][2:]
+        else:
+            end = (st.line, st.column)
+        computed[id(self.node)] = start + end
 
 
 from libcst._nodes.internal import CodegenState as _CodegenState  # noqa: E402
-from libcst._position import CodePosition as _CodePosition, CodeRange as _CodeRange  # noqa: E402
 
 
 class _PositionState(_CodegenState):
@@ -449,7 +456,7 @@ class _PositionState(_CodegenState):
         self.tokens: List[str] = []
         self.line = 1
         self.column = 0
-        self.computed: Dict[cst.CSTNode, _CodeRange] = {}
+        self.computed: Dict[int, Tuple[int, int, int, int]] = {}
         self._stack: List[Tuple[int, int]] = []
 
     def add_indent_tokens(self) -> None:
@@ -474,9 +481,9 @@ class _PositionState(_CodegenState):
 
     def after_codegen(self, node: cst.CSTNode) -> None:
         line, column = self._stack.pop()
-        if node not in self.computed:
-            self.computed[node] = _CodeRange(_CodePosition(line, column),
-                                             _CodePosition(self.line, self.column))
+        key = id(node)
+        if key not in self.computed:
+            self.computed[key] = (line, column, self.line, self.column)
 
     # libcst's is a generator context manager; this one is a plain class (cheaper).
     def record_syntactic_position(  # type: ignore[override]
@@ -486,6 +493,77 @@ class _PositionState(_CodegenState):
 
 
 _NEWLINES = re.compile(r"\r\n?|\n")
+_EMPTY_MODULE = cst.Module([])
+
+
+# --------------------------------------------------------------------------
+# A fast walk over libcst nodes
+# --------------------------------------------------------------------------
+# ``CSTNode.visit`` rebuilds every node it passes (``_visit_and_replace_children``
+# constructs and validates a copy) and dispatches through getattr per node; the
+# builder only reads the tree, so it walks the dataclass fields itself.  Only
+# fields that can hold code are followed (whitespace, brackets, commas and
+# operators never do), in libcst's own visiting order, which is the source order:
+# the dataclass order differs from it for the classes listed in _FIELD_ORDER.
+# tests/test_frontend_fastpaths.py checks the order against ``CSTNode.children``.
+
+_NOT_CODE = ("whitespace", "lpar", "rpar", "lbracket", "rbracket", "lbrace", "rbrace",
+             "leading_lines", "lines_after_decorators", "header", "footer", "comma",
+             "equal", "dot", "colon", "first_colon", "second_colon", "semicolon",
+             "operator", "indent", "asynchronous", "star", "encoding", "default_indent",
+             "default_newline", "has_trailing_newline", "newline", "trailing_whitespace",
+             "relative", "leading_whitespace")
+_FIELD_ORDER: Dict[str, Tuple[str, ...]] = {
+    "IfExp": ("body", "test", "orelse"),
+    "FunctionDef": ("decorators", "name", "type_parameters", "params", "returns", "body"),
+    "ClassDef": ("decorators", "name", "type_parameters", "bases", "keywords", "body"),
+    "Parameters": ("posonly_params", "params", "star_arg", "kwonly_params", "star_kwarg"),
+    "Lambda": ("params", "body"),
+    "Arg": ("keyword", "value"),
+    "ExceptHandler": ("type", "name", "body"),
+}
+_CODE_FIELDS: Dict[type, Tuple[str, ...]] = {}
+
+
+def _code_fields(cls: type) -> Tuple[str, ...]:
+    names = _CODE_FIELDS.get(cls)
+    if names is None:
+        declared = [f.name for f in dataclasses.fields(cls)]
+        order = _FIELD_ORDER.get(cls.__name__)
+        if order is not None:
+            declared = [n for n in order if n in declared] + \
+                [n for n in declared if n not in order]
+        names = _CODE_FIELDS[cls] = tuple(
+            n for n in declared if n not in _NOT_CODE and not n.startswith("whitespace"))
+    return names
+
+
+def code_children(node: cst.CSTNode) -> List[cst.CSTNode]:
+    """The child nodes of ``node`` that can hold code, in source order."""
+    out: List[cst.CSTNode] = []
+    for name in _code_fields(type(node)):
+        v = getattr(node, name)
+        if isinstance(v, cst.CSTNode):
+            out.append(v)
+        elif isinstance(v, (tuple, list)):
+            out.extend(x for x in v if isinstance(x, cst.CSTNode))
+    return out
+
+
+def _calls_in(node: cst.CSTNode, out: List[cst.Call]) -> List[cst.Call]:
+    """Every call under ``node`` in source order (a call before the calls in
+    its arguments), not entering function definitions below ``node``."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Call):
+            out.append(n)
+        elif isinstance(n, cst.FunctionDef):
+            continue
+        kids = code_children(n)
+        kids.reverse()
+        stack.extend(kids)
+    return out
 
 
 def _syntax_problem(text: str, start_line: int, exc: cst.ParserSyntaxError) -> Diagnostic:
@@ -597,7 +675,7 @@ _PIPELINED_KWARGS = ("start", "stop", "num_stages", "order", "stage", "annotatio
 
 class _Builder:
     def __init__(self, text: str, start_line: int, aliases: Aliases,
-                 positions: Mapping[cst.CSTNode, _CodeRange]) -> None:
+                 positions: Dict[int, Tuple[int, int, int, int]]) -> None:
         self.text = text
         self.lines = [ln.rstrip("\r\n") for ln in source_lines(text)]
         self.offset = start_line - 1
@@ -616,16 +694,14 @@ class _Builder:
 
     # ---- positions --------------------------------------------------------
     def span(self, node: cst.CSTNode) -> Span:
-        try:
-            r = self.positions[node]
-        except KeyError:
+        r = self.positions.get(id(node))
+        if r is None:
             return Span(self.offset + 1, 0, self.offset + 1, 0)
-        return Span(r.start.line + self.offset, r.start.column,
-                    r.end.line + self.offset, r.end.column)
+        return Span(r[0] + self.offset, r[1], r[2] + self.offset, r[3])
 
     def src(self, node: cst.CSTNode) -> str:
         try:
-            return cst.Module([]).code_for_node(node)
+            return _EMPTY_MODULE.code_for_node(node)
         except Exception:  # pragma: no cover - defensive
             return "<?>"
 
@@ -857,17 +933,10 @@ class _Builder:
 
     def collect_calls(self, node: cst.CSTNode, enclosing: Optional[str],
                       enclosing_class: Optional[str] = None) -> None:
-        builder = self
-
-        class V(cst.CSTVisitor):
-            def visit_Call(self, call: cst.Call) -> Optional[bool]:
-                builder.record_call(call, enclosing, enclosing_class)
-                return True
-
-            def visit_FunctionDef(self, fn: cst.FunctionDef) -> Optional[bool]:
-                return False
-
-        node.visit(V())
+        if isinstance(node, cst.FunctionDef):  # (the visitor this replaces stopped at once)
+            return
+        for call in _calls_in(node, []):
+            self.record_call(call, enclosing, enclosing_class)
 
     def record_call(self, call: cst.Call, enclosing: Optional[str],
                     enclosing_class: Optional[str] = None) -> None:
@@ -1839,38 +1908,35 @@ class _Builder:
         return None
 
     def accesses_in(self, node: cst.CSTNode, ctx: "_KernelCtx") -> List[Access]:
+        """The buffer accesses under ``node``, in source order: a subscript of a
+        buffer is one access (its indices are searched too), a bare buffer name
+        is one unless the context is loose; a call contributes its arguments'
+        accesses, an attribute its object's."""
         out: List[Access] = []
-        builder = self
-
-        class V(cst.CSTVisitor):
-            def visit_Subscript(self, sub: cst.Subscript) -> Optional[bool]:
-                acc = builder.access(sub, ctx)
+        stack: List[cst.CSTNode] = [node]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, cst.Subscript):
+                acc = self.access(n, ctx)
                 if acc is not None:
                     out.append(acc)
-                    for el in sub.slice:
-                        el.visit(self)
-                    return False
-                return True
-
-            def visit_Name(self, name: cst.Name) -> Optional[bool]:
-                if name.value in ctx.buffers and not ctx.loose:
-                    out.append(Access(name.value, builder.span(name)))
-                return False
-
-            def visit_Attribute(self, attr: cst.Attribute) -> Optional[bool]:
-                attr.value.visit(self)
-                return False
-
-            def visit_Call(self, call: cst.Call) -> Optional[bool]:
-                for a in call.args:
-                    a.value.visit(self)
-                return False
-
-            def visit_Arg(self, arg: cst.Arg) -> Optional[bool]:
-                arg.value.visit(self)
-                return False
-
-        node.visit(V())
+                    kids: List[cst.CSTNode] = list(n.slice)
+                else:
+                    kids = code_children(n)
+            elif isinstance(n, cst.Name):
+                if n.value in ctx.buffers and not ctx.loose:
+                    out.append(Access(n.value, self.span(n)))
+                continue
+            elif isinstance(n, cst.Attribute):
+                kids = [n.value]
+            elif isinstance(n, cst.Call):
+                kids = [a.value for a in n.args]
+            elif isinstance(n, cst.Arg):
+                kids = [n.value]
+            else:
+                kids = code_children(n)
+            kids.reverse()
+            stack.extend(kids)
         return out
 
 
@@ -2234,29 +2300,23 @@ def _defines_kernel(fn: cst.FunctionDef, builder: "_Builder") -> bool:
 def _finds_kernel(fn: cst.FunctionDef, builder: "_Builder", nested: bool) -> bool:
     """A kernel launch (``with T.Kernel(...)``) in ``fn``; with ``nested``, in
     nested functions too, and a ``@prim_func`` / ``@macro`` decorator counts."""
-    found = False
-
-    class V(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> Optional[bool]:
-            return nested or node is fn
-
-        def visit_Decorator(self, node: cst.Decorator) -> Optional[bool]:
-            nonlocal found
-            d = node.decorator
+    stack: List[cst.CSTNode] = [fn]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.FunctionDef) and not (nested or n is fn):
+            continue
+        if isinstance(n, cst.Decorator):
+            d = n.decorator
             if isinstance(d, cst.Call):
                 d = d.func
             name = builder.dotted(d) or ""
             if nested and (name.endswith("prim_func") or name.endswith("macro")):
-                found = True
-            return False
-
-        def visit_With(self, node: cst.With) -> Optional[bool]:
-            nonlocal found
-            found = found or _is_launch(node, builder)
-            return not found
-
-    fn.visit(V())
-    return found
+                return True
+            continue
+        if isinstance(n, cst.With) and _is_launch(n, builder):
+            return True
+        stack.extend(code_children(n))
+    return False
 
 
 def _annotates(loop_kwargs: Dict[str, Tuple]) -> bool:
@@ -2274,19 +2334,18 @@ def _annotates(loop_kwargs: Dict[str, Tuple]) -> bool:
 
 
 def _has_pipelined(fn: cst.FunctionDef, builder: "_Builder") -> bool:
-    found = False
-
-    class V(cst.CSTVisitor):
-        def visit_For(self, node: cst.For) -> Optional[bool]:
-            nonlocal found
-            it = node.iter
+    """Whether a ``for`` under ``fn`` iterates over ``T.Pipelined(...)`` (also as
+    either branch of ``a if c else b``)."""
+    stack: List[cst.CSTNode] = [fn]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.For):
+            it = n.iter
             for e in ((it.body, it.orelse) if isinstance(it, cst.IfExp) else (it,)):
                 if isinstance(e, cst.Call) and (builder.dotted(e.func) or "") == "T.Pipelined":
-                    found = True
-            return not found
-
-    fn.visit(V())
-    return found
+                    return True
+        stack.extend(code_children(n))
+    return False
 
 
 def _compound_children(stmt: cst.CSTNode) -> List[cst.CSTNode]:

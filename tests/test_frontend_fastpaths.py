@@ -1,0 +1,101 @@
+"""The frontend's fast paths give what libcst's own machinery gives.
+
+``frontend`` walks libcst trees itself (``code_children``, ``_calls_in``) instead
+of ``CSTNode.visit``, and computes node ranges with its own code-generation
+state (``_positions``) instead of ``MetadataWrapper.resolve(PositionProvider)``.
+Both replacements are exact: on every fixture file, the walk visits the same
+nodes in the same order as libcst's visitor, and the ranges are libcst's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from tilelint.analysis import frontend
+
+FIXTURES = sorted((Path(__file__).parent / "fixtures").rglob("*.py"))
+
+
+def _parse(path: Path):
+    try:
+        return cst.parse_module(path.read_text(encoding="utf-8"))
+    except (cst.ParserSyntaxError, UnicodeDecodeError):
+        return None
+
+
+def _visitor_calls(node: cst.CSTNode) -> List[cst.Call]:
+    out: List[cst.Call] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, call: cst.Call) -> bool:
+            out.append(call)
+            return True
+
+        def visit_FunctionDef(self, fn: cst.FunctionDef) -> bool:
+            return False
+
+    node.visit(V())
+    return out
+
+
+def _all_nodes(module: cst.Module):
+    stack = [module]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(n.children)
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: str(p.relative_to(p.parents[2])))
+def test_walk_and_positions_match_libcst(path: Path) -> None:
+    module = _parse(path)
+    if module is None:
+        pytest.skip("not parseable by libcst (a syntax-error fixture)")
+    checked = 0
+    for node in _all_nodes(module):
+        # The code children are libcst's children without white space and
+        # punctuation, in the same order.
+        mine = frontend.code_children(node)
+        theirs = [c for c in node.children if any(c is m for m in mine)]
+        assert [id(c) for c in mine] == [id(c) for c in theirs], type(node).__name__
+        if isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement,
+                             cst.IndentedBlock)) and not isinstance(node, cst.FunctionDef):
+            assert [id(c) for c in frontend._calls_in(node, [])] == \
+                [id(c) for c in _visitor_calls(node)]
+            checked += 1
+    assert checked > 0
+    # Our ranges are PositionProvider's, for every node.
+    ours = frontend._positions(module)
+    ref = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    assert len(ours) == len(ref)
+    for node, r in ref.items():
+        assert ours[id(node)] == (r.start.line, r.start.column, r.end.line, r.end.column)
+
+
+def test_walk_follows_source_order_where_fields_do_not() -> None:
+    """``a if c else b`` is declared (test, body, orelse) but reads body first,
+    ``except E as e:`` is declared (body, type, name); a method's decorators
+    precede its parameters' defaults."""
+    module = cst.parse_module("x = f() if g() else h()\n"
+                              "class C(base()):\n"
+                              "    @deco()\n"
+                              "    def m(self, a=dflt()):\n"
+                              "        inner()\n"
+                              "try:\n"
+                              "    body()\n"
+                              "except errors() as e:\n"
+                              "    handler()\n")
+    names = [c.func.value for c in frontend._calls_in(module.body[0], [])]
+    assert names == ["f", "g", "h"]
+    names = [c.func.value for c in frontend._calls_in(module.body[1], [])]
+    assert names == ["base"]  # a nested function is not entered
+    fn = module.body[1].body.body[0]
+    kids = [type(c).__name__ for c in frontend.code_children(fn)]
+    assert kids == ["Decorator", "Name", "Parameters", "IndentedBlock"]
+    names = [c.func.value for c in frontend._calls_in(module.body[2], [])]
+    assert names == ["body", "errors", "handler"]
