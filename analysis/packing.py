@@ -505,7 +505,8 @@ def plan_loops(view: Kernel, env: Env, target: str) -> PlannedLoops:
         lr, errs = planning.plan_loop(loop, env, target, allocs, loop is ws_loop,
                                       ws_fallback=mode == "fallback")
         if lr.pipelined:
-            lr = dataclasses.replace(lr, versions=versions_mod.compute_versions(lr, allocs, env))
+            lr = dataclasses.replace(lr, versions=versions_mod.compute_versions(
+                lr, allocs, env, ws_kernel=ws_loop is not None))
         loops.append(lr)
         errors.append(tuple(errs))
     return PlannedLoops(tuple(loops), tuple(errors), mode, ws_loop is not None)

@@ -680,17 +680,37 @@ def _kernel_sync(kernel: Kernel, env: Env, loops: Sequence[LoopResult], target: 
             if s.loop is not None and s.loop.kind != "pipelined" and any(
                     x.loop is not None and x.loop.kind == "pipelined" for x in walk_bodies(s.loop.body)):
                 extra = 1
+        # Another pipelined loop of the kernel keeps the cp.async pipeline; it runs in
+        # the consumer branch, where ThreadSync's barriers are named barriers over the
+        # consumer threads (`__sync_thread_partial`), not `__syncthreads()`: its commits
+        # and waits count, its barriers are not `__syncthreads()` (measured: two_loops).
+        others = [lr for lr in loops if lr.pipelined and not lr.warp_specialized]
+        events: List[Event] = []
+        traced: List[RegionSync] = [RegionSync() for _ in loops]
+        if others:
+            events, traced = trace(kernel, env, loops, target, False, pack)
+
+        def consumer(r: Optional[LoopSync]) -> Optional[LoopSync]:
+            return None if r is None else replace(r, syncthreads=0)
+
         lsyncs = []
         given = False
-        for lr in loops:
+        for lr, tr_sync in zip(loops, traced, strict=True):
             if _is_ws_loop(lr) and not given:
                 lsyncs.append(RegionSync(
                     prologue=LoopSync(mbarrier_wait=before) if before else None,
                     body=LoopSync(mbarrier_wait=waits)))
                 given = True
+            elif lr in others:
+                lsyncs.append(RegionSync(prologue=consumer(tr_sync.prologue),
+                                         body=consumer(tr_sync.body) or LoopSync(),
+                                         epilogue=consumer(tr_sync.epilogue)))
             else:
                 lsyncs.append(RegionSync())
-        return KernelSync(syncthreads=1 + extra, mbarriers=count), tuple(lsyncs)
+        return KernelSync(syncthreads=1 + extra, mbarriers=count,
+                          cp_async_commit=sum(1 for e in events if e.kind == "commit"),
+                          cp_async_wait=tuple(e.n for e in events if e.kind == "wait")), \
+            tuple(lsyncs)
     events, lsyncs = trace(kernel, env, loops, target, False, pack)
     ks = KernelSync(
         syncthreads=sum(1 for e in events if e.kind == "sync"),

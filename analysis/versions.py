@@ -10,6 +10,7 @@ statement of the loop writes keeps one version.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 from .model import Access, Alloc, BufferVersion, LoopResult, Stmt
@@ -77,8 +78,26 @@ def _all_accesses_of(stmt: Stmt, which: str) -> Iterator[Access]:
 
 
 def compute_versions(loop_result: LoopResult, allocs: Dict[str, Alloc],
-                     env: Optional[Env] = None) -> Tuple[BufferVersion, ...]:
-    """Versions of each allocated buffer the loop touches (kernel parameters excluded)."""
+                     env: Optional[Env] = None,
+                     ws_kernel: bool = False) -> Tuple[BufferVersion, ...]:
+    """Versions of each allocated buffer the loop touches (kernel parameters excluded).
+
+    ``ws_kernel``: warp specialization applied to another loop of the kernel.  The
+    multi-version rewriter then also expands this loop's buffers (the same choice
+    as ``ws_versioned``) to its ``num_stages`` copies, and InjectSoftwarePipeline
+    multiplies them again (measured: two_loops on sm_90, shape (3, 3, 64, 32))."""
+    out = _compute_versions(loop_result, allocs, env)
+    ns = loop_result.num_stages
+    if not ws_kernel or loop_result.warp_specialized or not loop_result.pipelined \
+            or not ns or ns < 2:
+        return out
+    doubled = ws_versioned(loop_result, dict(allocs or {}))
+    return tuple(replace(v, versions=v.versions * ns) if v.buffer in doubled and v.versions
+                 else v for v in out)
+
+
+def _compute_versions(loop_result: LoopResult, allocs: Dict[str, Alloc],
+                      env: Optional[Env] = None) -> Tuple[BufferVersion, ...]:
     allocs = dict(allocs or {})
     names = _accessed(loop_result, allocs)
     if not loop_result.pipelined:

@@ -40,12 +40,6 @@ KNOWN_LINE_DIFFERENCES = {
 # Compiler behaviours the model does not reproduce yet, per (fixture, target,
 # check).  strict: a fix makes the test XPASS and fail, so the list stays true.
 KNOWN_GAPS = {
-    ("two_loops", "sm_90", "versions"):
-        "after a warp-specialized loop, the second num_stages loop's buffers are "
-        "versioned twice (WS preparation, then InjectSoftwarePipeline): shape (3, 3, 64, 32)",
-    ("two_loops", "sm_90", "shared"): "follows from the double versioning (73728 vs 24576 bytes)",
-    ("two_loops", "sm_90", "sync"):
-        "the second loop runs cp.async inside the consumer branch with partial syncs",
     ("bind_reads_written_buffer", "sm_90", "sync"):
         "the compiler classifies the data-dependent copies differently: 4 mbarriers, not 8",
     ("cond_if_else", "sm_80", "sync"):
