@@ -275,6 +275,23 @@ class Progress:
             sys.stderr.flush()
 
 
+def _pool_context() -> Any:
+    """``fork`` where the platform has it (a worker is ready at once, with
+    everything the parent imported); the platform's default elsewhere."""
+    import multiprocessing
+
+    if "fork" in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("fork")
+    return None
+
+
+def _job_size(job: tuple) -> int:
+    try:
+        return os.path.getsize(job[0])
+    except OSError:
+        return 0
+
+
 def run_checks(jobs: Sequence[tuple], workers: int, progress: Progress) -> List[FileResult]:
     results: List[FileResult] = []
     if workers <= 1 or len(jobs) < PARALLEL_MIN_FILES:
@@ -282,9 +299,16 @@ def run_checks(jobs: Sequence[tuple], workers: int, progress: Progress) -> List[
             results.append(_check_job(job))
             progress.step()
         return results
+    # The analysis is imported here, once: forked workers start as copies of
+    # this process and import nothing.  Largest files first, so the pool does
+    # not wait at the end on one big file that started last.
+    import tilelint.analysis.pipeline  # noqa: F401
+
+    ordered = sorted(jobs, key=_job_size, reverse=True)
     try:
-        with ProcessPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
-            futs = [pool.submit(_check_job, job) for job in jobs]
+        with ProcessPoolExecutor(max_workers=min(workers, len(jobs)),
+                                 mp_context=_pool_context()) as pool:
+            futs = [pool.submit(_check_job, job) for job in ordered]
             for fut in as_completed(futs):
                 results.append(fut.result())
                 progress.step()
