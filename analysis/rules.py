@@ -752,7 +752,7 @@ def validate_loop(result: LoopResult, allocs: Dict[str, Alloc], target: str,
     manual = has_order and has_stage
     if result.warp_specialized and manual:
         out.append(_diag("TL111", loop.order_span or loop.iter_span,
-                         "this loop is warp-specialized on sm_90 (TMA copies + num_stages): "
+                         f"this loop is warp-specialized on {target} (TMA copies + num_stages): "
                          "the manual order/stage are ignored and num_stages decides",
                          [Related(loop.num_stages_span, "num_stages makes the loop a "
                                   "warp-specialization candidate")]

@@ -21,16 +21,26 @@ FIXTURE = Path(__file__).resolve().parent / "fixtures" / "parity" / \
     "invalid_tl106_num_stages_with_manual.py"
 
 
-def _tl106(target: str) -> str:
+def _message(target: str, code: str = "TL106") -> str:
     analysis = analyze(FIXTURE.read_text(), str(FIXTURE), Settings(target=target))
-    (msg,) = [d.message for d in analysis.diagnostics if d.code == "TL106"]
+    (msg,) = [d.message for d in analysis.diagnostics if d.code == code]
     return msg
+
+
+def _tl106(target: str) -> str:
+    return _message(target)
 
 
 @pytest.mark.parametrize("target", ["sm_90", "sm_100", "sm_103", "sm_120"])
 def test_num_stages_beside_a_manual_schedule_on_tma_targets(target: str) -> None:
     assert targets_mod.get(target).has_tma
     assert f"on {target} it makes the loop a warp-specialization candidate" in _tl106(target)
+
+
+@pytest.mark.parametrize("target", ["sm_90", "sm_100"])
+def test_the_warp_specialized_loop_names_its_target(target: str) -> None:
+    # Measured on both: warp-specialized, the manual lists ignored (TL111).
+    assert _message(target, "TL111").startswith(f"this loop is warp-specialized on {target} ")
 
 
 @pytest.mark.parametrize("target", ["sm_80", "sm_86", "sm_89"])
