@@ -169,6 +169,7 @@ def split_chunks(source: str) -> List[Chunk]:
     source = normalise_newlines(source)
     lines = source_lines(source)
     starts = _ast_starts(source)
+    parsed = starts is not None
     if starts is None:
         starts = _token_starts(source, lines)
     # Comment lines right above a statement belong to it (``# tilelint: bind``).
@@ -186,7 +187,23 @@ def split_chunks(source: str) -> List[Chunk]:
         text = "".join(lines[begin:end])
         if text:
             chunks.append(Chunk(begin + 1, text))
+    if parsed:
+        _note_parsed(chunks)
     return chunks
+
+
+# The texts of chunks cut from a file that CPython's parser accepted whole: each
+# is a run of complete top-level statements, so it parses on its own too, and
+# parse_chunk need not run CPython's parser on it again (on a whole file that
+# second parse costs about half of libcst's).  A bounded set of strings.
+_PARSED_TEXTS: set = set()
+_PARSED_MAX = 8192
+
+
+def _note_parsed(chunks: Sequence[Chunk]) -> None:
+    if len(_PARSED_TEXTS) + len(chunks) > _PARSED_MAX:
+        _PARSED_TEXTS.clear()
+    _PARSED_TEXTS.update(c.text for c in chunks)
 
 
 # Keywords that continue the compound statement above them at the same indent.
@@ -352,7 +369,8 @@ def parse_chunk(text: str, start_line: int, aliases: Aliases) -> ChunkModel:
     # cannot compile fast and with a good message, and it guards libcst, whose
     # native parser overflows the C stack (SIGSEGV) on ~1,300 nested brackets.
     try:
-        _compile_only(text)
+        if text not in _PARSED_TEXTS:
+            _compile_only(text)
     except SyntaxError as err:
         return ChunkModel(problems=(_ast_problem(text, start_line, err),))
     except (RecursionError, MemoryError):

@@ -99,3 +99,18 @@ def test_walk_follows_source_order_where_fields_do_not() -> None:
     assert kids == ["Decorator", "Name", "Parameters", "IndentedBlock"]
     names = [c.func.value for c in frontend._calls_in(module.body[2], [])]
     assert names == ["body", "errors", "handler"]
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: str(p.relative_to(p.parents[2])))
+def test_chunks_of_a_parsed_file_parse_alone(path: Path) -> None:
+    """parse_chunk skips CPython's parser for chunks of a file it accepted
+    whole (split_chunks notes them): each such chunk must parse on its own."""
+    import ast
+
+    source = frontend.normalise_newlines(path.read_text(encoding="utf-8"))
+    try:
+        ast.parse(source)
+    except SyntaxError:
+        pytest.skip("the file does not parse: its chunks are checked one by one")
+    for chunk in frontend.split_chunks(source):
+        ast.parse(chunk.text)
