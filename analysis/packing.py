@@ -555,13 +555,20 @@ def _overflow(kernel: Kernel, env: Env, loops: Sequence[LoopResult], pack: Packi
              f"{pack.no_reuse_bytes} B)" if pack.reused else "no buffers could share space")
     fixes: List[Fix] = []
     best = None
-    cur_ns = [lr.num_stages for lr in loops if lr.pipelined and lr.num_stages]
-    top = max(cur_ns) if cur_ns else 0
+    deep = [lr for lr in loops if lr.pipelined and lr.num_stages]
+    top = max((lr.num_stages or 0 for lr in deep), default=0)
+    lowered: List[LoopResult] = []
     if top > 1:
         for ns in range(top - 1, 0, -1):
-            # Planned like a what-if (whatif.sweep_num_stages): warp
-            # specialization decided again for the smaller value.
-            view, lrs, ws_ns = plan_instance(kernel, env, target, ns)
+            # Every loop deeper than ``ns`` lowered to it, the others as written
+            # (with two loops, the second loop's versions depend on the first
+            # one's on sm_90), planned like a what-if: warp specialization is
+            # decided again for the smaller value.
+            lowered = [lr for lr in deep if (lr.num_stages or 0) > ns]
+            view = kernel
+            for lr in lowered:
+                view = _force_num_stages(view, ns, lr.loop.span.line)
+            view, lrs, ws_ns = plan_instance(view, env, target)
             p = pack_kernel(view, env, lrs, target, ws_ns)
             if p.total_bytes is not None and p.total_bytes <= budget:
                 best = (ns, p.total_bytes)
@@ -570,14 +577,20 @@ def _overflow(kernel: Kernel, env: Env, loops: Sequence[LoopResult], pack: Packi
            f"(arena {pack.arena_bytes} B" + (f" + static {pack.static_bytes} B" if pack.static_bytes else "")
            + f"; {parts}); {reuse}")
     if best is not None:
-        msg += f"; num_stages={best[0]} would fit ({best[1]} B)"
-        for lp in _literal_num_stages(loops):
-            ns_span = lp.num_stages_span
-            if ns_span is None:  # (every loop listed has one)
-                continue
-            related.append(Related(ns_span, f"num_stages={best[0]} fits in {best[1]} B"))
+        where = "" if len(deep) < 2 else " on the loop" + ("s" if len(lowered) > 1 else "") + \
+            " at line " + ", ".join(str(lr.loop.span.line) for lr in lowered)
+        msg += f"; num_stages={best[0]}{where} would fit ({best[1]} B)"
+        literal = {id(lp) for lp in _literal_num_stages(loops)}
+        spans = [lr.loop.num_stages_span for lr in lowered if id(lr.loop) in literal]
+        for ns_span in spans:
+            if ns_span is not None:
+                related.append(Related(ns_span, f"num_stages={best[0]} fits in {best[1]} B"))
+        if spans and len(spans) == len(lowered):
+            # One fix that writes the value on every loop the what-if lowered
+            # (a loop whose num_stages is not a literal cannot be edited: no fix).
             fixes.append(Fix(title=f"Set num_stages={best[0]} ({best[1]} B fits {target})",
-                             edits=(TextEdit(ns_span, f"num_stages={best[0]}"),),
+                             edits=tuple(TextEdit(sp, f"num_stages={best[0]}")
+                                         for sp in spans if sp is not None),
                              preferred=True))
     elif top > 1:
         msg += "; no num_stages >= 1 fits"
@@ -746,13 +759,28 @@ def autotune_overflows(module: Module, kernel: Kernel, target: str,
         return None
     keys = {k for c in cfgs for k in c}
     over: List[Tuple[Dict[str, object], Packing]] = []
+    # Configurations often differ only in values the packing never reads
+    # (a rasterization flag, the thread count of a kernel without warp
+    # specialization): each packing is kept with the names it read and what
+    # they resolved to, and a configuration where they all resolve the same
+    # way gets that packing without planning again (Env.record_reads).
+    done: Dict[Tuple[Tuple[str, int], ...], Dict[tuple, Packing]] = {}
     for cfg in cfgs:
         binds = {k: v for k, v in base_bindings if k not in keys}
         binds.update(overrides or {})
         try:
             env = values_mod.build_env(module, kernel, None, binds, config=cfg)
-            view, loops, ws = plan_instance(kernel, env, target)
-            p = pack_kernel(view, env, loops, target, ws)
+            p = None
+            for read, packs in done.items():
+                p = packs.get(env.outcomes(read))
+                if p is not None:
+                    break
+            if p is None:
+                reads = env.record_reads()
+                view, loops, ws = plan_instance(kernel, env, target)
+                p = pack_kernel(view, env, loops, target, ws)
+                read = tuple(reads)
+                done.setdefault(read, {})[tuple(reads[k] for k in read)] = p
         except Exception:  # noqa: BLE001
             continue
         if p.total_bytes is not None and p.total_bytes > budget:
