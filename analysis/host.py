@@ -44,7 +44,7 @@ import dataclasses
 import re
 import threading
 from collections import Counter, OrderedDict
-from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, FrozenSet, Iterable, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 from . import frontend, pipeline, schedule_ascend
 from .model import (
@@ -193,45 +193,98 @@ def _mark(slots: List[Slot], line_count: int, sl: int, el: int, delta: int) -> L
 
 _FIELDS: Dict[type, Tuple[str, ...]] = {}
 
+# Line moves: ((first line, end line (exclusive), delta), ...), 1-based lines,
+# sorted and disjoint.
+Moves = Tuple[Tuple[int, int, int], ...]
+
+
+class Unmoved(Exception):
+    """A span outside every range of a strict relocation."""
+
 
 def shift(obj: Any, delta: int, lo: int = 0, hi: Optional[int] = None,
           memo: Optional[Dict[int, Any]] = None) -> Any:
     """A copy of a frozen model value with every Span that starts on a line in
     ``[lo, hi)`` (1-based; ``hi`` None: no end) moved down ``delta`` lines."""
-    if memo is None:
-        memo = {}
-    if isinstance(obj, Span):
-        if obj.line < lo or (hi is not None and obj.line >= hi):
-            return obj
-        return Span(obj.line + delta, obj.col, obj.end_line + delta, obj.end_col)
-    if isinstance(obj, tuple):
+    return relocate(obj, ((lo, _NO_END if hi is None else hi, delta),), False,
+                    {} if memo is None else memo)
+
+
+_NO_END = 1 << 62
+
+
+def relocate(obj: Any, moves: Moves, strict: bool, memo: Dict[int, Any]) -> Any:
+    """A copy of a frozen model value with every Span that starts in one of
+    ``moves``' ranges moved by its delta; a Span in none of them stays, or
+    with ``strict`` raises :class:`Unmoved`.  ``memo``: id → copy of the
+    dataclasses already met (a value shared in the input stays shared)."""
+    cls = type(obj)
+    if cls is Span:
+        line = obj.line
+        for lo, hi, delta in moves:
+            if lo <= line < hi:
+                if not delta:
+                    return obj
+                return Span(line + delta, obj.col, obj.end_line + delta, obj.end_col)
+        if strict:
+            raise Unmoved(line)
+        return obj
+    if cls is tuple:
         if not obj:
             return obj
-        new = tuple(shift(x, delta, lo, hi, memo) for x in obj)
-        return obj if all(a is b for a, b in zip(new, obj, strict=True)) else new
-    if isinstance(obj, list):
-        return [shift(x, delta, lo, hi, memo) for x in obj]
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        key = id(obj)
-        hit = memo.get(key)
-        if hit is not None:
-            return hit
-        fields = _FIELDS.get(type(obj))
-        if fields is None:
-            fields = tuple(f.name for f in dataclasses.fields(obj))
-            _FIELDS[type(obj)] = fields
-        changes = {}
-        for name in fields:
-            val = getattr(obj, name)
-            if isinstance(val, (Span, tuple)) or (
-                    dataclasses.is_dataclass(val) and not isinstance(val, type)):
-                new = shift(val, delta, lo, hi, memo)
-                if new is not val:
-                    changes[name] = new
-        out = dataclasses.replace(obj, **changes) if changes else obj
-        memo[key] = out
-        return out
-    return obj
+        new = tuple([relocate(x, moves, strict, memo) for x in obj])
+        for a, b in zip(new, obj, strict=True):
+            if a is not b:
+                return new
+        return obj
+    if cls is list:
+        return [relocate(x, moves, strict, memo) for x in obj]
+    if cls in _LEAVES:
+        return obj
+    fields = _FIELDS.get(cls)
+    if fields is None:
+        if isinstance(obj, tuple):  # a named tuple
+            items = tuple(relocate(x, moves, strict, memo) for x in obj)
+            return obj if items == obj else cls(*items)
+        if not dataclasses.is_dataclass(obj) or isinstance(obj, type):
+            _LEAVES.add(cls)
+            return obj
+        fields = _fields(obj)
+    key = id(obj)
+    hit = memo.get(key)
+    if hit is not None:
+        return hit
+    d = obj.__dict__
+    changes = None
+    for name in fields:
+        val = d[name]
+        if type(val) in _LEAVES:
+            continue
+        new = relocate(val, moves, strict, memo)
+        if new is not val:
+            if changes is None:
+                changes = {}
+            changes[name] = new
+    if changes is None:
+        out = obj
+    else:
+        # A copy with the changed fields (a frozen dataclass without
+        # __post_init__; dataclasses.replace would run __init__ again).
+        out = object.__new__(cls)
+        out.__dict__.update(d)
+        out.__dict__.update(changes)
+        # What the dependency walk read from it holds for the copy too.
+        caches: Tuple[Dict[int, Any], ...] = (_NAMES, _STMTS, _CALLS)
+        for cache in caches:
+            known = cache.get(key)
+            if known is not None and known[0] is obj:
+                cache[id(out)] = (out, known[1])
+    memo[key] = out
+    return out
+
+
+# Types holding no Span (the atoms of model values).
+_LEAVES: Set[type] = {str, int, float, bool, type(None), complex, bytes}
 
 
 # --------------------------------------------------------------------------
@@ -419,6 +472,7 @@ class _Index:
 
     chunks: List[Tuple[str, int, frontend.ChunkModel]]  # (text, start line (1-based), model)
     consts: Dict[str, List[Any]]
+    const_chunks: Dict[str, List[int]]  # constant name → the chunks assigning it
     owners: Dict[str, List[int]]  # def/class/macro/helper/function name → chunk indices
     defs: Dict[str, List[Any]]  # def name / class name → FuncDefs
     calls: Dict[str, List[Tuple[int, CallSite]]]  # callee name part → (chunk, call)
@@ -450,6 +504,7 @@ _CALLS: "OrderedDict[int, Tuple[CallSite, FrozenSet[str]]]" = OrderedDict()
 def _build_index(chunks: List[Tuple[str, int, frontend.ChunkModel]],
                  imports: Tuple[Tuple[str, Tuple[str, bool]], ...]) -> _Index:
     consts: Dict[str, List[Any]] = {}
+    const_chunks: Dict[str, List[int]] = {}
     owners: Dict[str, List[int]] = {}
     defs: Dict[str, List[Any]] = {}
     calls: Dict[str, List[Tuple[int, CallSite]]] = {}
@@ -461,6 +516,9 @@ def _build_index(chunks: List[Tuple[str, int, frontend.ChunkModel]],
             broken = True
         for name, expr in cm.constants:
             consts.setdefault(name, []).append(expr)
+            places = const_chunks.setdefault(name, [])
+            if not places or places[-1] != i:
+                places.append(i)
         for d in cm.defs:
             owners.setdefault(d.name, []).append(i)
             defs.setdefault(d.name, []).append(d)
@@ -483,7 +541,8 @@ def _build_index(chunks: List[Tuple[str, int, frontend.ChunkModel]],
             toplevel.append(i)
         if cm.argparse:
             argp.append(i)
-    index = _Index(chunks, consts, owners, defs, calls, toplevel, argp, imports, not broken)
+    index = _Index(chunks, consts, const_chunks, owners, defs, calls, toplevel, argp, imports,
+                   not broken)
     for name, ds in defs.items():
         if any(d.class_name == name for d in ds):
             index.classes.add(name)
@@ -494,7 +553,11 @@ def _build_index(chunks: List[Tuple[str, int, frontend.ChunkModel]],
 
 def kernel_inputs(index: _Index, own: int, kernel: Kernel) -> Tuple[Any, ...]:
     """The values ``kernel`` (of chunk ``own``) can read besides its own
-    chunk's text, in a form that compares equal exactly when they are equal."""
+    chunk's text, in a form that compares equal exactly when they are equal:
+    (the constants it can reach, each as the chunks assigning it; the other
+    chunks it reaches; the imports; its own chunk's start when the chunk holds
+    one of its call sites).  A chunk is its (text, start line); a chunk's model
+    is a function of these and the aliases, which the cache key holds."""
     _own_text, own_start, own_model = index.chunks[own]
     starts = [n for n in (kernel.name, kernel.factory, kernel.class_name) if n]
     need: Set[str] = set(_names_cached(own_model))
@@ -558,9 +621,45 @@ def kernel_inputs(index: _Index, own: int, kernel: Kernel) -> Tuple[Any, ...]:
         if len(need) == before and not (need - done) and \
                 len(searched) == len(set(callees)):
             break
-    consts = tuple((n, tuple(index.consts[n])) for n in sorted(need) if n in index.consts)
-    chunks = tuple((index.chunks[i][0], index.chunks[i][1]) for i in sorted(other))
-    return (consts, chunks, index.imports, own_start if own_calls else None)
+    consts = tuple((n, tuple(Place(*index.chunks[i][:2]) for i in index.const_chunks[n]))
+                   for n in sorted(need) if n in index.const_chunks)
+    chunks = tuple(Place(*index.chunks[i][:2]) for i in sorted(other))
+    return (consts, chunks, index.imports,
+            Place(_own_text, own_start) if own_calls else None)
+
+
+class Place(NamedTuple):
+    """A chunk among a kernel's inputs: its text and first line (1-based)."""
+
+    text: str
+    start: int
+
+
+def unplace(inputs: Any, own: Place) -> Tuple[Any, Tuple[Place, ...]]:
+    """``inputs`` without the chunks' lines: each :class:`Place` becomes its
+    text and its rank among the places and ``own`` (the order of the chunks
+    stays part of the value, where they are does not), and the places in the
+    order they were met, ``own`` first."""
+    found: List[Place] = [own]
+
+    def collect(x: Any) -> None:
+        if isinstance(x, Place):
+            found.append(x)
+        elif isinstance(x, tuple):
+            for y in x:
+                collect(y)
+
+    collect(inputs)
+    rank = {st: r for r, st in enumerate(sorted({p.start for p in found}))}
+
+    def strip(x: Any) -> Any:
+        if isinstance(x, Place):
+            return (x.text, rank[x.start])
+        if isinstance(x, tuple):
+            return tuple(strip(y) for y in x)
+        return x
+
+    return (strip(inputs), rank[own.start]), tuple(found)
 
 
 def _relevant(cm: frontend.ChunkModel, need: Set[str]) -> bool:
@@ -635,8 +734,12 @@ class KernelCache:
         # key -> (inputs, start line, end line, output, whole_parses)
         self._items: "OrderedDict[Tuple, Tuple[Tuple, int, int, KernelOutput, Optional[bool]]]" = \
             OrderedDict()
+        # (key, inputs without lines) -> (the places' starts, output, whole_parses)
+        self._moved: "OrderedDict[Tuple, Tuple[Tuple[int, ...], KernelOutput, Optional[bool]]]" \
+            = OrderedDict()
         self.hits = 0
         self.misses = 0
+        self.moved_hits = 0
 
     def get(self, key: Tuple, inputs: Tuple, start: int, whole_parses: bool
             ) -> Optional[KernelOutput]:
@@ -654,14 +757,166 @@ class KernelCache:
                 [shift(d, delta, base, end) for d in diags])
 
     def put(self, key: Tuple, inputs: Tuple, start: int, end: int, out: KernelOutput,
-            whole_parses: Optional[bool]) -> None:
+            whole_parses: Optional[bool], unplaced: Any = None,
+            places: Tuple[Place, ...] = ()) -> None:
         """``whole_parses``: whether the whole file parsed, for a result that
-        depends on it (None: one that does not)."""
+        depends on it (None: one that does not).  With ``unplaced`` (the
+        inputs without the chunks' lines, :func:`unplace`) and ``places``,
+        the result is also kept for :meth:`get_moved`, unless a text of it
+        other than an instance label names a line."""
         self.misses += 1
         self._items[key] = (inputs, start, end, out, whole_parses)
         self._items.move_to_end(key)
         if len(self._items) > self.size:
             self._items.popitem(last=False)
+        if unplaced is not None and not _names_a_line(out):
+            mkey = (key, unplaced)
+            self._moved[mkey] = (tuple(p.start for p in places), out, whole_parses)
+            self._moved.move_to_end(mkey)
+            if len(self._moved) > self.size:
+                self._moved.popitem(last=False)
+
+    def get_moved(self, key: Tuple, unplaced: Any, places: Tuple[Place, ...], kernel: Kernel,
+                  whole_parses: bool) -> Optional[KernelOutput]:
+        """The result kept for the same inputs with the chunks elsewhere (an
+        edit above them moved them): its spans moved as their chunks moved
+        and the instance labels that name a call's line (``f(…) at line N``)
+        renamed; None when there is none or a span or a label's line is in
+        none of the kernel's input chunks.  The result reads the lines only
+        through spans and those labels (its other texts name no line: see
+        :meth:`put`), so this is what a fresh run gives."""
+        entry = self._moved.get((key, unplaced))
+        if entry is None or entry[2] not in (None, whole_parses):
+            return None
+        starts, (krs, diags), _parses = entry
+        moves = _moves(starts, places)
+        memo: Dict[int, Any] = {id(kernel): kernel}
+        try:
+            new_krs = [dataclasses.replace(
+                relocate(dataclasses.replace(kr, kernel=kernel), moves, True, memo),
+                config_label=_relabel(kr.config_label, moves)) for kr in krs]
+            new_diags = [dataclasses.replace(
+                relocate(d, moves, True, memo),
+                configs=tuple(_relabel(c, moves) for c in d.configs)) for d in diags]
+        except Unmoved:
+            return None
+        self._moved.move_to_end((key, unplaced))
+        self.moved_hits += 1
+        return new_krs, new_diags
+
+
+def _moves(starts: Sequence[int], places: Sequence[Place]) -> Moves:
+    """Where the lines of each place were (``starts``) and are now."""
+    return tuple(sorted({(old, old + p.text.count("\n") + 1, p.start - old)
+                         for old, p in zip(starts, places, strict=True)}))
+
+
+# An instance label naming its call (``values._label``); a label of bindings
+# always holds "=", which a function name cannot.
+_CALL_LABEL = re.compile(r"([^=]*)\(…\) at line (\d+)((?: #\d+)?)")
+
+
+def _relabel(label: str, moves: Moves) -> str:
+    m = _CALL_LABEL.fullmatch(label)
+    if m is None:
+        return label
+    line = int(m.group(2))
+    for lo, hi, delta in moves:
+        if lo <= line < hi:
+            return f"{m.group(1)}(…) at line {line + delta}{m.group(3)}" if delta else label
+    raise Unmoved(line)
+
+
+def _names_a_line(out: KernelOutput) -> bool:
+    """Does a text of ``out`` other than an instance label (and the kernel
+    model, which a later hit replaces) say "at line"?"""
+    stack: List[Any] = [out]
+    seen: Set[int] = set()
+    while stack:
+        o = stack.pop()
+        if isinstance(o, str):
+            if "at line" in o:
+                return True
+            continue
+        if isinstance(o, (tuple, list)):
+            stack.extend(o)
+            continue
+        if not dataclasses.is_dataclass(o) or isinstance(o, type) or id(o) in seen:
+            continue
+        seen.add(id(o))
+        for name in _fields(o):
+            if (isinstance(o, KernelResult) and name in ("kernel", "config_label")) or \
+                    (isinstance(o, Diagnostic) and name == "configs"):
+                continue
+            stack.append(getattr(o, name))
+    return False
+
+
+class CoreCache:
+    """Instance cores (``pipeline.instance_core``: planning, versions, packing,
+    sync, the loop rules) kept across edits that move chunks without changing
+    them.  A core is keyed by its kernel's inputs without the chunks' lines
+    (:func:`unplace`) and the instance's index; it reads no call site's line
+    (those show only in the labels and TL002 texts, which
+    ``pipeline.analyze_kernel`` rebuilds), so a hit is the stored core with
+    the spans of each chunk moved as that chunk moved.  A span in none of the
+    kernel's input chunks makes the hit a miss."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._items: "OrderedDict[Tuple, Tuple[Tuple[int, ...], pipeline.InstanceCore]]" = \
+            OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def memo(self, key: Tuple, places: Tuple[Place, ...]) -> "_CoreMemo":
+        return _CoreMemo(self, key, places)
+
+    def get(self, key: Tuple, places: Tuple[Place, ...]) -> Optional[pipeline.InstanceCore]:
+        entry = self._items.get(key)
+        if entry is None:
+            return None
+        starts, core = entry
+        moves = _moves(starts, places)
+        if any(m[2] for m in moves):
+            try:
+                core = relocate(core, moves, True, {})
+            except Unmoved:
+                return None
+        self._items.move_to_end(key)
+        self.hits += 1
+        return core
+
+    def put(self, key: Tuple, places: Tuple[Place, ...], core: pipeline.InstanceCore) -> None:
+        self.misses += 1
+        self._items[key] = (tuple(p.start for p in places), core)
+        self._items.move_to_end(key)
+        if len(self._items) > self.size:
+            self._items.popitem(last=False)
+
+
+class _CoreMemo:
+    """``pipeline.InstanceMemo`` over a :class:`CoreCache` for one kernel.  A
+    core computed while an Ascend schedule was left unsolved (``waiting``
+    grew) is provisional and not kept."""
+
+    def __init__(self, cache: CoreCache, key: Tuple, places: Tuple[Place, ...]) -> None:
+        self.cache = cache
+        self.key = key
+        self.places = places
+        self.waiting: Optional[List[Any]] = None
+
+    def __call__(self, settings: Settings, n: int,
+                 compute: Any) -> pipeline.InstanceCore:
+        key = (self.key, settings, n)
+        hit = self.cache.get(key, self.places)
+        if hit is not None:
+            return hit
+        before = len(self.waiting) if self.waiting is not None else 0
+        core: pipeline.InstanceCore = compute()
+        if self.waiting is None or len(self.waiting) == before:
+            self.cache.put(key, self.places, core)
+        return core
 
 
 # --------------------------------------------------------------------------
@@ -693,6 +948,7 @@ class AnalysisHost:
         self._lock = threading.Lock()
         self.parse = ParseCache()
         self.kernels = KernelCache()
+        self.cores = CoreCache()
         self._revision = 0
         # path → (its chunk texts, aliases, imported names), see ``_imports``.
         self._import_facts: Dict[str, Tuple[Counter, frontend.Aliases, Tuple]] = {}
@@ -886,27 +1142,35 @@ class Snapshot:
                 krs, diags = hit
                 return [dataclasses.replace(kr, kernel=kernel) if kr.kernel is not kernel
                         else kr for kr in krs], diags
+            unplaced, places = unplace(inputs, Place(chunk_text, start))
+            moved = cache.get_moved(key, unplaced, places, kernel, index.whole_parses)
+            if moved is not None:
+                return moved
             before = len(pending)
+            memo = self._host.cores.memo((key, unplaced), places)
             out = _run(module_, kernel, target, settings_, source, select, defer_solving,
-                       pending)
+                       pending, memo)
             if len(pending) == before:
                 # Tracing an unknown value reads the functions of the whole file
                 # with CPython's parser (``pipeline._source_facts``), which gives
                 # nothing while any part of the file does not parse.
                 traced = any(kr.unresolved for kr in out[0])
                 cache.put(key, inputs, start, start + chunk_text.count("\n") + 1, out,
-                          index.whole_parses if traced else None)
+                          index.whole_parses if traced else None, unplaced, places)
             return out
 
         return pipeline.analyze_module(module, text, name, settings, selection, run=run)
 
 
 def _run(module: Module, kernel: Kernel, target: str, settings: Settings, source: Optional[str],
-         select: Optional[str], defer: bool, pending: List[Any]) -> KernelOutput:
+         select: Optional[str], defer: bool, pending: List[Any],
+         memo: Optional[_CoreMemo] = None) -> KernelOutput:
     if not defer:
-        return pipeline.run_kernel(module, kernel, target, settings, source, select)
+        return pipeline.run_kernel(module, kernel, target, settings, source, select, memo)
     with schedule_ascend.deferred_solving() as waiting:
-        out = pipeline.run_kernel(module, kernel, target, settings, source, select)
+        if memo is not None:
+            memo.waiting = waiting
+        out = pipeline.run_kernel(module, kernel, target, settings, source, select, memo)
     for p in waiting:
         if p not in pending:
             pending.append(p)

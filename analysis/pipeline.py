@@ -51,6 +51,9 @@ from .model import (
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
+    from .model import AscendResult, KernelSync
+    from .packing import Packing
+
 # run_kernel's signature: (module, kernel, target, settings, source, select).
 KernelRunner = Callable[[Module, Kernel, str, Settings, Optional[str], Optional[str]],
                         Tuple[List[KernelResult], List[Diagnostic]]]
@@ -109,15 +112,17 @@ def selected_label(selection: Tuple[Tuple[str, str], ...], kernel_name: str,
 
 
 def run_kernel(module: Module, kernel: Kernel, target: str, settings: Settings,
-               source: Optional[str], select: Optional[str] = None
+               source: Optional[str], select: Optional[str] = None,
+               memo: Optional["InstanceMemo"] = None
                ) -> Tuple[List[KernelResult], List[Diagnostic]]:
     """:func:`analyze_kernel` for the instance labelled ``select`` (None: the
     default one, or all of them with ``settings.all_bindings``); a bug of ours
-    becomes TL000 on the kernel's name instead of an exception."""
+    becomes TL000 on the kernel's name instead of an exception.  ``memo``: see
+    :func:`analyze_kernel`."""
     try:
         if select is not None and not settings.all_bindings:
-            return _analyze_selected(module, kernel, target, settings, source, select)
-        return analyze_kernel(module, kernel, target, settings, source)
+            return _analyze_selected(module, kernel, target, settings, source, select, memo)
+        return analyze_kernel(module, kernel, target, settings, source, memo)
     except Exception as exc:  # a bug of ours must not take the editor down
         return [KernelResult(kernel=kernel)], [Diagnostic(
             code="TL000", severity="error", span=kernel.name_span, kernel=kernel.name,
@@ -126,7 +131,7 @@ def run_kernel(module: Module, kernel: Kernel, target: str, settings: Settings,
 
 
 def _analyze_selected(module: Module, kernel: Kernel, target: str, settings: Settings,
-                      source: Optional[str], select: str
+                      source: Optional[str], select: str, memo: Optional["InstanceMemo"] = None
                       ) -> Tuple[List[KernelResult], List[Diagnostic]]:
     """The results of the instance labelled ``select``: every instance is
     analysed and the one asked for is kept, with the diagnostics that hold for
@@ -135,12 +140,12 @@ def _analyze_selected(module: Module, kernel: Kernel, target: str, settings: Set
     overrides = kernel_overrides(kernel, settings)
     labels = values.instance_labels(module, kernel, overrides)
     if select not in labels[1:]:  # the default one, or a label it does not have
-        return analyze_kernel(module, kernel, target, settings, source)
+        return analyze_kernel(module, kernel, target, settings, source, memo)
     krs, diags = analyze_kernel(
-        module, kernel, target, dataclasses.replace(settings, all_bindings=True), source)
+        module, kernel, target, dataclasses.replace(settings, all_bindings=True), source, memo)
     hit = [kr for kr in krs if kr.config_label == select]
     if not hit:  # pragma: no cover - labels and results come from the same instances
-        return analyze_kernel(module, kernel, target, settings, source)
+        return analyze_kernel(module, kernel, target, settings, source, memo)
     kept = []
     for d in diags:
         if d.configs and select not in d.configs:
@@ -183,9 +188,24 @@ def _schedule_unknown(loop_results: Sequence[LoopResult]) -> bool:
                for lr in loop_results)
 
 
+# One instance's planned loops, warp specialization, packing, sync and loop
+# rules (:func:`instance_core`): (the active view of the kernel, loop results,
+# warp-specialized, packing, kernel sync, threads, Ascend result, diagnostics).
+InstanceCore = Tuple[Kernel, Tuple[LoopResult, ...], bool, Optional["Packing"],
+                     Optional["KernelSync"], Optional[int], Optional["AscendResult"],
+                     Tuple[Diagnostic, ...]]
+# (settings, the instance's index, computes its core) -> its core.
+InstanceMemo = Callable[[Settings, int, Callable[[], InstanceCore]], InstanceCore]
+
+
 def analyze_kernel(module: Module, kernel: Kernel, target: str, settings: Settings,
-                   source: Optional[str] = None) -> Tuple[List[KernelResult], List[Diagnostic]]:
-    from . import packing, rules, sync_ascend, sync_cuda
+                   source: Optional[str] = None, memo: Optional[InstanceMemo] = None
+                   ) -> Tuple[List[KernelResult], List[Diagnostic]]:
+    """Every instance of ``kernel``: its core (:func:`instance_core`, through
+    ``memo`` when given: the host keeps cores across edits that only move the
+    call sites, whose lines show in the instance labels and TL002 texts built
+    here), its unresolved names and its labels."""
+    from . import packing
 
     if kernel.dialect == "npu":
         # The tilelang-ascend fork's dialect is not modelled: no finding at all
@@ -200,49 +220,17 @@ def analyze_kernel(module: Module, kernel: Kernel, target: str, settings: Settin
     base_kernel = kernel
     # TL002: one per kernel, over every instance analysed.
     unknown_per_instance: List[Tuple[str, Dict[str, "Unresolved"]]] = []
-    for inst in insts:
+    tinfo = targets_mod.get(target)
+    for n, inst in enumerate(insts):
         env = inst.env
-        # Loops whose conditional iterator takes its serial arm here are plain
-        # loops for every pass (planning, warp specialization, packing, sync).
-        kernel = active_view(base_kernel, env)
-        allocs: Dict[str, Alloc] = {a.name: a for a in kernel.allocs}
-        tinfo = targets_mod.get(target)
-        planned = packing.plan_loops(kernel, env, target)
-        ws_mode, ws = planned.ws_mode, planned.warp_specialized
-        loop_results: List[LoopResult] = []
-        kdiags: List[Diagnostic] = []
-        for lr, ld in zip(planned.loops, planned.errors, strict=True):
-            ldiags = [rules.planning_diagnostic(e) for e in ld]
-            ldiags += rules.validate_loop(lr, allocs, target, env, source)
-            loop_results.append(_attempted(lr, ldiags))
-            kdiags.extend(ldiags)
-        if ws_mode == "fallback":
-            kdiags.extend(_ws_fallback(kernel, loop_results, env))
-        pack = None
-        ksync = None
-        threads = None
-        if tinfo is not None and tinfo.kind == "cuda" and kernel.dialect == "cuda":
-            pack = packing.pack_kernel(kernel, env, loop_results, target, ws)
-            ksync, regions = sync_cuda.kernel_sync_regions(kernel, env, loop_results, target, ws,
-                                                           pack=pack)
-            if _sync_not_modelled(kernel) or _schedule_unknown(loop_results) or \
-                    any(lr.rejected for lr in loop_results):
-                ksync = None
-                loop_results = [_replace(lr, sync=None, prologue_sync=None, epilogue_sync=None)
-                                for lr in loop_results]
-            else:
-                loop_results = [_replace(lr, sync=r.body, prologue_sync=r.prologue,
-                                         epilogue_sync=r.epilogue)
-                                for lr, r in zip(loop_results, regions, strict=False)]
-            threads = sync_cuda.threads(kernel, env, ws)
-            kdiags.extend(packing.overflow_diagnostics(kernel, env, loop_results, pack, target, ws))
-        else:
-            threads = env.eval_int(kernel.threads)
-        ascend = None
-        if tinfo is not None and tinfo.kind == "ascend" and kernel.dialect == "ascend":
-            ascend, adiags = sync_ascend.analyze_ascend(
-                kernel, env, list(pipelined_loops(kernel.body)))
-            kdiags.extend(adiags)
+
+        def core(env: values.Env = env) -> InstanceCore:
+            return instance_core(base_kernel, env, target, source)
+
+        kernel, loops, ws, pack, ksync, threads, ascend, cdiags = \
+            memo(settings, n, core) if memo is not None else core()
+        loop_results = list(loops)
+        kdiags = list(cdiags)
         unknown = unresolved_values(module, kernel, env, source, inst.call)
         unknown_per_instance.append((inst.label, unknown))
         results.append(KernelResult(
@@ -284,6 +272,57 @@ def analyze_kernel(module: Module, kernel: Kernel, target: str, settings: Settin
                 lb for lb in labels if lb not in d.configs))
         diags.append(_replace(d, kernel=kernel.name) if d.kernel is None else d)
     return results, diags
+
+
+def instance_core(base_kernel: Kernel, env: values.Env, target: str, source: Optional[str]
+                  ) -> InstanceCore:
+    """One instance's planned loops, warp specialization, packing, sync and
+    loop rules.  Reads the kernel, the instance's values and the source at the
+    kernel's own spans (quick fixes), never a call site's line."""
+    from . import packing, rules, sync_ascend, sync_cuda
+
+    # Loops whose conditional iterator takes its serial arm here are plain
+    # loops for every pass (planning, warp specialization, packing, sync).
+    kernel = active_view(base_kernel, env)
+    allocs: Dict[str, Alloc] = {a.name: a for a in kernel.allocs}
+    tinfo = targets_mod.get(target)
+    planned = packing.plan_loops(kernel, env, target)
+    ws_mode, ws = planned.ws_mode, planned.warp_specialized
+    loop_results: List[LoopResult] = []
+    kdiags: List[Diagnostic] = []
+    for lr, ld in zip(planned.loops, planned.errors, strict=True):
+        ldiags = [rules.planning_diagnostic(e) for e in ld]
+        ldiags += rules.validate_loop(lr, allocs, target, env, source)
+        loop_results.append(_attempted(lr, ldiags))
+        kdiags.extend(ldiags)
+    if ws_mode == "fallback":
+        kdiags.extend(_ws_fallback(kernel, loop_results, env))
+    pack = None
+    ksync = None
+    threads = None
+    if tinfo is not None and tinfo.kind == "cuda" and kernel.dialect == "cuda":
+        pack = packing.pack_kernel(kernel, env, loop_results, target, ws)
+        ksync, regions = sync_cuda.kernel_sync_regions(kernel, env, loop_results, target, ws,
+                                                       pack=pack)
+        if _sync_not_modelled(kernel) or _schedule_unknown(loop_results) or \
+                any(lr.rejected for lr in loop_results):
+            ksync = None
+            loop_results = [_replace(lr, sync=None, prologue_sync=None, epilogue_sync=None)
+                            for lr in loop_results]
+        else:
+            loop_results = [_replace(lr, sync=r.body, prologue_sync=r.prologue,
+                                     epilogue_sync=r.epilogue)
+                            for lr, r in zip(loop_results, regions, strict=False)]
+        threads = sync_cuda.threads(kernel, env, ws)
+        kdiags.extend(packing.overflow_diagnostics(kernel, env, loop_results, pack, target, ws))
+    else:
+        threads = env.eval_int(kernel.threads)
+    ascend = None
+    if tinfo is not None and tinfo.kind == "ascend" and kernel.dialect == "ascend":
+        ascend, adiags = sync_ascend.analyze_ascend(
+            kernel, env, list(pipelined_loops(kernel.body)))
+        kdiags.extend(adiags)
+    return kernel, tuple(loop_results), ws, pack, ksync, threads, ascend, tuple(kdiags)
 
 
 def _sync_not_modelled(kernel: Kernel) -> bool:

@@ -175,9 +175,10 @@ def replay(mix: str, seed: int, n_edits: int, settings: Settings) -> Replay:
 def test_host_matches_analyze_after_every_edit(mix, seed, settings):
     r = replay(mix, seed, 500, settings)
     assert r.edits >= 500
-    # The kernel cache was used (edits that move call sites, whose lines show
-    # in labels, re-analyse the kernels they call).
+    # The kernel cache was used, also for kernels whose input chunks only moved
+    # (their spans and the call lines in their labels moved with them).
     assert r.host.kernels.hits > 0
+    assert r.host.kernels.moved_hits > 0
 
 
 def test_replay_fails_when_a_dependency_is_not_recorded(monkeypatch):
@@ -197,3 +198,38 @@ def test_replay_fails_when_a_dependency_is_not_recorded(monkeypatch):
         for value in ("7", "13", "4096"):
             m = re.search(r"\d+", r.lines[i])
             r.edit(i, m.start(), i, m.end(), value)
+
+
+def _move_everything(r: Replay) -> None:
+    """Edits that move every chunk below the first one and change nothing else."""
+    for _ in range(3):
+        r.edit(0, 0, 0, 0, "# moved\n")
+
+
+def test_replay_fails_when_moved_labels_keep_their_lines(monkeypatch):
+    """A kernel result reused after its call sites moved must name their new
+    lines in its instance labels ("matmul(…) at line N"): without the renaming
+    the replay sees the old lines."""
+    monkeypatch.setattr(host_mod, "_relabel", lambda label, moves: label)
+    r = Replay(_mix("gemm_main"), Settings())
+    r.check()
+    with pytest.raises(AssertionError, match="differs from analyze"):
+        _move_everything(r)
+
+
+def test_replay_fails_when_moved_cores_keep_their_spans(monkeypatch):
+    """An instance core (planning, packing, sync, loop rules) reused after its
+    kernel moved must have its spans moved: left where they were, the replay
+    sees it.  Whole results are not reused here, so the cores are."""
+    real = host_mod.relocate
+
+    def strict_does_nothing(obj, moves, strict, memo):
+        return obj if strict else real(obj, moves, strict, memo)
+
+    monkeypatch.setattr(host_mod, "relocate", strict_does_nothing)
+    monkeypatch.setattr(host_mod.KernelCache, "get_moved", lambda self, *a: None)
+    r = Replay(_mix("gemm_main"), Settings())
+    r.check()
+    with pytest.raises(AssertionError, match="differs from analyze"):
+        _move_everything(r)
+    assert r.host.cores.hits > 0
