@@ -196,8 +196,32 @@ class Env:
         self.program = program
         self._cache: Dict[str, object] = {}
         self._active: Set[str] = set()
+        self._reads: Optional[Dict[Tuple[str, int], Tuple[object, ...]]] = None
 
     # -- public -----------------------------------------------------------
+    def record_reads(self) -> Dict[Tuple[str, int], Tuple[object, ...]]:
+        """Record, from now on, every name this environment resolves and what it
+        resolved to: ``(name, depth)`` → outcome (its value's type and repr, or
+        the exception).  Every evaluation reads the environment only through
+        names, so a computation that read these names gives the same result in
+        any environment of the same program where they resolve the same way
+        (:meth:`outcomes`)."""
+        self._reads = {}
+        return self._reads
+
+    def outcomes(self, keys: Sequence[Tuple[str, int]]) -> Tuple[Tuple[object, ...], ...]:
+        """What each ``(name, depth)`` of ``keys`` resolves to here, in the form
+        :meth:`record_reads` records."""
+        out = []
+        for name, depth in keys:
+            try:
+                v = self._resolve(name, depth)
+            except Exception as exc:  # noqa: BLE001 - the outcome is the exception
+                out.append(_failure(exc))
+            else:
+                out.append(("value", type(v), repr(v)))
+        return tuple(out)
+
     def evaluate(self, expr: Optional[Expr]) -> object:
         """The value of ``expr`` or None if it cannot be known."""
         if expr is None:
@@ -254,6 +278,18 @@ class Env:
 
     # -- evaluation -------------------------------------------------------
     def _name(self, name: str, depth: int) -> object:
+        reads = self._reads
+        if reads is None:
+            return self._resolve(name, depth)
+        try:
+            v = self._resolve(name, depth)
+        except Exception as exc:
+            _note(reads, (name, depth), _failure(exc))
+            raise
+        _note(reads, (name, depth), ("value", type(v), repr(v)))
+        return v
+
+    def _resolve(self, name: str, depth: int) -> object:
         if name in self.values:
             v = self.values[name]
             if isinstance(v, Symbolic):
@@ -448,6 +484,21 @@ class Env:
 
 
 _MAX_ITEMS = 4096
+
+
+def _note(reads: Dict[Tuple[str, int], Tuple[object, ...]], key: Tuple[str, int],
+          outcome: Tuple[object, ...]) -> None:
+    # A name that resolved two ways during one computation (a cyclic
+    # definition seen from inside) matches nothing.
+    if reads.setdefault(key, outcome) != outcome:
+        reads[key] = ("unstable", id(reads))
+
+
+def _failure(exc: Exception) -> Tuple[object, ...]:
+    """The outcome of a name that did not resolve (Env.record_reads)."""
+    if isinstance(exc, Unknown):
+        return ("unknown", tuple(sorted(exc.names)), exc.why)
+    return ("error", type(exc), str(exc))
 
 
 def _seq(v: object) -> list:
