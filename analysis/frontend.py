@@ -172,6 +172,15 @@ def split_chunks(source: str) -> List[Chunk]:
     parsed = starts is not None
     if starts is None:
         starts = _token_starts(source, lines)
+    chunks = chunks_at(lines, starts)
+    if parsed:
+        _note_parsed(chunks)
+    return chunks
+
+
+def chunks_at(lines: Sequence[str], starts: Sequence[int]) -> List[Chunk]:
+    """The chunks of ``lines`` (``source_lines``) that begin at the statement
+    lines ``starts`` (0-based, any order)."""
     # Comment lines right above a statement belong to it (``# tilelint: bind``).
     moved = []
     for s in sorted(set(starts)):
@@ -187,8 +196,6 @@ def split_chunks(source: str) -> List[Chunk]:
         text = "".join(lines[begin:end])
         if text:
             chunks.append(Chunk(begin + 1, text))
-    if parsed:
-        _note_parsed(chunks)
     return chunks
 
 
@@ -229,12 +236,46 @@ def _ast_starts(source: str) -> Optional[List[int]]:
 
 
 def _token_starts(source: str, lines: Sequence[str]) -> List[int]:
+    scan = scan_tokens(source)
+    if scan.error is not None:
+        fallback_starts(lines, scan.newline_end or 0, scan.starts)
+    return scan.starts
+
+
+@dataclass
+class TokenScan:
+    """What the tokenizer saw of a text, up to its end or its first error."""
+
+    starts: List[int]  # 0-based lines of the top-level statements it began
+    newline_end: Optional[int]  # 0-based line after the last logical line's end
+    error: Optional[str]  # None: clean to the end; else "TypeName: message"
+    pending_decorator: bool  # the last top-level logical line was a decorator
+    line_open: bool  # the last logical line did not end (no NEWLINE after its tokens)
+    # A string continued with a backslash ended in an error token: Python's
+    # pure tokenizer then keeps its "needs continuation" flag for the rest of
+    # the text (a later multi-line string becomes an error token too).
+    needcont: bool
+    depth: int  # brackets open at the end (of the tokens seen)
+    min_depth: int  # the fewest open along the way (negative: a stray closer)
+
+
+_OPENERS = frozenset("([{")
+_CLOSERS = frozenset(")]}")
+
+
+def scan_tokens(source: str) -> TokenScan:
+    """Tokenize ``source``: the lines where top-level statements begin (not a
+    decorated def, not a clause), where the last complete logical line ends,
+    and how it stopped."""
     starts: List[int] = []  # 0-based line indices where a chunk starts
-    depth_ok_line = 0
+    depth_ok_line: Optional[int] = None
+    error: Optional[str] = None
+    depth = min_depth = 0
+    needcont = False
+    indent = 0
+    at_stmt_start = True
+    pending_decorator = False
     try:
-        indent = 0
-        at_stmt_start = True
-        pending_decorator = False
         for tok in tokenize.generate_tokens(io.StringIO(source).readline):
             ttype = tok.type
             if ttype == tokenize.INDENT:
@@ -251,6 +292,14 @@ def _token_starts(source: str, lines: Sequence[str]) -> List[int]:
                 continue
             if ttype == tokenize.ENDMARKER:
                 break
+            if ttype == tokenize.OP:
+                if tok.string in _OPENERS:
+                    depth += 1
+                elif tok.string in _CLOSERS:
+                    depth -= 1
+                    min_depth = min(min_depth, depth)
+            elif ttype == tokenize.ERRORTOKEN and tok.start[0] != tok.end[0]:
+                needcont = True
             if at_stmt_start:
                 at_stmt_start = False
                 if indent == 0:
@@ -258,15 +307,23 @@ def _token_starts(source: str, lines: Sequence[str]) -> List[int]:
                     if not pending_decorator and not clause:
                         starts.append(tok.start[0] - 1)
                     pending_decorator = tok.type == tokenize.OP and tok.string == "@"
-    except (tokenize.TokenError, IndentationError, SyntaxError):
-        for i in range(depth_ok_line, len(lines)):
-            line = lines[i]
-            if line[:1] and not line[:1].isspace() and not line.startswith("#") \
-                    and first_word(line) not in CLAUSE_KEYWORDS:
-                if i not in starts:
-                    if line.startswith("@") or not (starts and _prev_is_decorator(lines, i)):
-                        starts.append(i)
-    return starts
+    except (tokenize.TokenError, IndentationError, SyntaxError) as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    return TokenScan(starts, depth_ok_line, error, pending_decorator, not at_stmt_start,
+                     needcont, depth, min_depth)
+
+
+def fallback_starts(lines: Sequence[str], first: int, starts: List[int]) -> None:
+    """After the tokenizer failed: add to ``starts`` the lines from ``first`` on
+    that start in column 0 with something other than a comment or a clause
+    keyword (a decorated def stays with its decorator)."""
+    for i in range(first, len(lines)):
+        line = lines[i]
+        if line[:1] and not line[:1].isspace() and not line.startswith("#") \
+                and first_word(line) not in CLAUSE_KEYWORDS:
+            if i not in starts:
+                if line.startswith("@") or not (starts and _prev_is_decorator(lines, i)):
+                    starts.append(i)
 
 
 def first_word(line: str) -> str:

@@ -132,6 +132,16 @@ def _starts_indented(lines: Sequence[str], start: int) -> bool:
     return False
 
 
+def _begins_statement(lines: Sequence[str], start: int, end: int) -> bool:
+    """Does a statement line follow ``start`` in ``[start, end)`` after nothing
+    but column-0 comment lines (which then belong to it)?  A region without
+    one holds only what belongs to the statement before it."""
+    i = start
+    while i < end and lines[i].startswith("#"):
+        i += 1
+    return i < end and lines[i][:1] not in ("", " ", "\t", "\n", "\r")
+
+
 def resplit(lines: Sequence[str], slots: List[Slot]) -> List[Slot]:
     """Re-split every dirty slot into top-level statements."""
     out: List[Slot] = []
@@ -144,13 +154,17 @@ def resplit(lines: Sequence[str], slots: List[Slot]) -> List[Slot]:
             i += 1
             continue
         start, end = slot.start, slot.end
-        # A region whose first line is indented continues the statement before it.
-        while out and _starts_indented(lines, start):
+        # A region whose first line is indented continues the statement before
+        # it; comment lines right above it belong to its first statement.
+        while out and (_starts_indented(lines, start) or lines[start - 1].startswith("#")
+                       or not _begins_statement(lines, start, end)):
             prev = out.pop()
             start = prev.start
-        # Absorb following slots while the region's end would glue onto them.
+        # Absorb following slots while the region's end would glue onto them
+        # (or ends with comment lines, which belong to the statement after).
         while i + 1 < n and (_region_needs_next(lines, start, end)
-                             or _starts_indented(lines, end)):
+                             or _starts_indented(lines, end)
+                             or lines[end - 1].startswith("#")):
             i += 1
             end = slots[i].end
         i += 1
@@ -169,6 +183,125 @@ def resplit(lines: Sequence[str], slots: List[Slot]) -> List[Slot]:
         pieces[0].start = start
         out.extend(p for p in pieces if p.end > p.start)
     return out
+
+
+class ScanCache:
+    """Text → ``frontend.scan_tokens`` of it (the tokenizer's view of a run of
+    top-level statements, wherever it sits)."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._items: "OrderedDict[str, frontend.TokenScan]" = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, text: str) -> frontend.TokenScan:
+        hit = self._items.get(text)
+        if hit is not None:
+            self._items.move_to_end(text)
+            self.hits += 1
+            return hit
+        self.misses += 1
+        scan = self._items[text] = frontend.scan_tokens(text)
+        if len(self._items) > self.size:
+            self._items.popitem(last=False)
+        return scan
+
+
+# Merging a piece with the next one this many times in a row: tokenize the rest.
+_MAX_MERGES = 8
+
+
+def split_broken(lines: Sequence[str], slots: Sequence[Slot], scans: ScanCache) -> List[Slot]:
+    """The top-level split ``frontend.split_chunks`` gives the whole text of
+    ``lines`` when it does not parse (its tokenizer path), computed from
+    ``slots`` (any cover of the lines by runs of whole lines) one run at a time.
+
+    The tokenizer reads line by line; at the start of a line that begins in
+    column 0, after a run that it tokenized to its end with no bracket, string
+    or backslash continuation open, its last logical line ended, no decorator
+    waiting and no string continued with a backslash cut short (Python's
+    pure tokenizer keeps a flag then: ``TokenScan.needcont``), its state is
+    that of a fresh start (only the indentation stack differs, and column 0
+    empties it).  So a run that tokenizes cleanly on its own, followed by such a line,
+    gives there what the whole text gives; its tokens are cached by its text
+    (:class:`ScanCache`), and the runs are joined.  A run that stops early:
+    * on an indentation error, the whole text stops there too;
+    * at its end with brackets open ("EOF in multi-line statement"): when every
+      later run tokenizes cleanly on its own and never has more closers than
+      openers, the brackets are still open at the end of the text (inside
+      brackets the tokenizer reads the same tokens, without indentation), so
+      the whole text stops there too;
+    * otherwise it is joined with the following runs and tokenized again.
+    Where the whole text stops, the rest is cut as ``frontend.fallback_starts``
+    cuts it, from the end of the last complete logical line."""
+    n = len(lines)
+    bounds = [s.start for s in slots] + [n]
+    k = len(slots)
+    starts: List[int] = []
+    last_nl = 0
+    src_lines = frontend.source_lines(frontend.normalise_newlines("".join(lines)))
+    i = 0
+    while i < k:
+        a = bounds[i]
+        j = i + 1
+        merges = 0
+        while True:
+            e = bounds[j]
+            scan = scans.get(frontend.normalise_newlines("".join(lines[a:e])))
+            if scan.error is None:
+                if e < n and scan.needcont:
+                    j = k  # the tokenizer's state runs on: tokenize the rest at once
+                    continue
+                if e < n and (scan.pending_decorator or scan.line_open
+                              or not _fresh_at(lines, e, bounds[j + 1])):
+                    merges += 1
+                    j = k if merges >= _MAX_MERGES else j + 1
+                    continue
+                break
+            if e == n or scan.error.startswith("IndentationError") or \
+                    _never_closed(scan, lines, bounds, j, scans):
+                break
+            j = k  # the tokenizer's state runs on: tokenize the rest at once
+        starts.extend(a + st for st in scan.starts)
+        if scan.newline_end is not None:
+            last_nl = a + scan.newline_end
+        if scan.error is not None:
+            frontend.fallback_starts(src_lines, last_nl, starts)
+            break
+        i = j
+    begins = [c.start_line - 1 for c in frontend.chunks_at(src_lines, starts)] or [0]
+    out = [Slot(b, begins[m + 1] if m + 1 < len(begins) else n, False)
+           for m, b in enumerate(begins)]
+    out[0].start = 0
+    return [sl for sl in out if sl.end > sl.start] or [Slot(0, n, False)]
+
+
+def _fresh_at(lines: Sequence[str], start: int, end: int) -> bool:
+    """Is the first line of ``lines[start:end]`` with a token one that begins
+    in column 0?"""
+    for i in range(start, end):
+        text = lines[i]
+        body = text.lstrip(" \t")
+        if not body.strip() or body.startswith("#"):
+            continue
+        return not text[:1].isspace()
+    return False
+
+
+def _never_closed(scan: frontend.TokenScan, lines: Sequence[str], bounds: Sequence[int],
+                  j: int, scans: ScanCache) -> bool:
+    """Does a run that ended with brackets open leave them open to the end of
+    the text: every later run (from ``bounds[j]``) tokenizes cleanly on its own
+    and never closes more brackets than it opened?"""
+    if scan.depth <= 0 or scan.needcont or scan.error is None or \
+            "multi-line statement" not in scan.error:
+        return False
+    for m in range(j, len(bounds) - 1):
+        later = scans.get(frontend.normalise_newlines("".join(lines[bounds[m]:bounds[m + 1]])))
+        if later.error is not None or later.min_depth < 0:
+            return False
+    return True
 
 
 def _mark(slots: List[Slot], line_count: int, sl: int, el: int, delta: int) -> List[Slot]:
@@ -790,6 +923,11 @@ class KernelCache:
             return None
         starts, (krs, diags), _parses = entry
         moves = _moves(starts, places)
+        self._moved.move_to_end((key, unplaced))
+        if not any(m[2] for m in moves):  # the same places (kept under other inputs)
+            self.moved_hits += 1
+            return [dataclasses.replace(kr, kernel=kernel) if kr.kernel is not kernel else kr
+                    for kr in krs], diags
         memo: Dict[int, Any] = {id(kernel): kernel}
         try:
             new_krs = [dataclasses.replace(
@@ -800,7 +938,6 @@ class KernelCache:
                 configs=tuple(_relabel(c, moves) for c in d.configs)) for d in diags]
         except Unmoved:
             return None
-        self._moved.move_to_end((key, unplaced))
         self.moved_hits += 1
         return new_krs, new_diags
 
@@ -949,6 +1086,7 @@ class AnalysisHost:
         self.parse = ParseCache()
         self.kernels = KernelCache()
         self.cores = CoreCache()
+        self.scans = ScanCache()
         self._revision = 0
         # path → (its chunk texts, aliases, imported names), see ``_imports``.
         self._import_facts: Dict[str, Tuple[Counter, frontend.Aliases, Tuple]] = {}
@@ -1058,6 +1196,14 @@ class Snapshot:
     def module(self, path: str) -> Module:
         return self._module(path)[0]
 
+    def chunk_starts(self, path: str) -> List[int]:
+        """The 0-based first lines of the top-level chunks the file is cut
+        into (``frontend.split_chunks`` of its text gives the same)."""
+        index = self._module(path)[1]
+        if index is None:  # a file too large to analyse: one piece
+            return [0]
+        return [start - 1 for _text, start, _model in index.chunks]
+
     def _module(self, path: str) -> Tuple[Module, Optional[_Index]]:
         hit = self._modules.get(path)
         if hit is not None:
@@ -1077,7 +1223,8 @@ class Snapshot:
             # the whole file (the tokenizer's view of it): split it as a whole,
             # as ``frontend.parse_module`` does; the chunks that did not change
             # still come from the cache.
-            slots = resplit(lines, whole)
+            slots = resplit(lines, whole) if _ODD_BREAKS.search(text) else \
+                split_broken(lines, slots, self._host.scans)
             chunks = self._chunks(lines, slots, aliases)
         self._host._store_slots(path, revision, slots)
         try:

@@ -14,14 +14,16 @@ difference.
 
 from __future__ import annotations
 
+import ast
 import pathlib
 import random
 import re
+import warnings
 from typing import List, Tuple
 
 import pytest
 
-from tilelint.analysis import analyze, host as host_mod
+from tilelint.analysis import analyze, frontend, host as host_mod
 from tilelint.analysis.model import Settings
 from tilelint.analysis.text import splice, split_lines
 
@@ -37,6 +39,11 @@ MIXES = {
 }
 
 STATEMENTS = ["T.copy(A[0, 0], A_shared)", "x_tmp = block_K * 2", "T.clear(C_local)"]
+# Texts that leave a file unparsable the ways a half-typed edit does: an open
+# bracket or string (the tokenizer then reads on to the end of the file), a
+# string or line continued with a backslash, a stray closer, a decorator without
+# its def, a clause without its statement, a bad unindent.
+BREAKS = ["(", "[", "{", ")", "]", '"""', "'''", "'\\", "\\", "@dec", "else:", "   ", "= ("]
 NUMBERS = ["1", "2", "3", "4", "16", "32", "64", "128", "256"]
 
 
@@ -114,6 +121,26 @@ class Replay:
         self.edit(i, c, i, c + 1, "")
         self.edit(i, c, i, c, ch)
 
+    def comment_line(self, rng: random.Random) -> None:
+        """A comment in column 0 (it joins the statement right below it)."""
+        i = rng.randrange(len(self.lines))
+        self.edit(i, 0, i, 0, rng.choice(["#\n", "# note\n", "#"]))
+
+    def broken_stretch(self, rng: random.Random) -> None:
+        """Break the file, make a few other edits while it stays broken, then
+        take the break out again."""
+        i = rng.randrange(len(self.lines))
+        col = rng.randrange(len(self.lines[i].rstrip("\r\n")) + 1)
+        text = rng.choice(BREAKS)
+        self.edit(i, col, i, col, text)
+        for _ in range(rng.randrange(1, 4)):
+            rng.choice([self.change_number, self.insert_line, self.shift_lines,
+                        self.comment_line])(rng)
+        for n in range(i, len(self.lines)):  # the break, wherever it moved to
+            if self.lines[n][col:col + len(text)] == text:
+                self.edit(n, col, n, col + len(text), "")
+                break
+
     def shift_lines(self, rng: random.Random) -> None:
         i = rng.randrange(len(self.lines))
         if rng.random() < 0.5 and self.lines[i].strip() == "":
@@ -139,8 +166,8 @@ def _diff(got, want) -> str:
 
 
 KINDS: List[Tuple[str, float]] = [
-    ("number", 0.25), ("constant", 0.15), ("insert", 0.15), ("delete", 0.1),
-    ("type", 0.1), ("syntax", 0.1), ("shift", 0.15),
+    ("number", 0.2), ("constant", 0.1), ("insert", 0.1), ("delete", 0.1),
+    ("type", 0.1), ("syntax", 0.1), ("shift", 0.1), ("comment", 0.05), ("broken", 0.15),
 ]
 
 
@@ -163,6 +190,10 @@ def replay(mix: str, seed: int, n_edits: int, settings: Settings) -> Replay:
             r.type_statement(rng)
         elif kind == "syntax":
             r.break_and_fix(rng)
+        elif kind == "comment":
+            r.comment_line(rng)
+        elif kind == "broken":
+            r.broken_stretch(rng)
         else:
             r.shift_lines(rng)
     return r
@@ -233,3 +264,58 @@ def test_replay_fails_when_moved_cores_keep_their_spans(monkeypatch):
     with pytest.raises(AssertionError, match="differs from analyze"):
         _move_everything(r)
     assert r.host.cores.hits > 0
+
+
+def test_broken_split_is_the_whole_file_split():
+    """While the file does not parse, the host splits it one run of statements
+    at a time (``host.split_broken``); after every edit its chunks must be
+    ``frontend.split_chunks`` of the whole text.  Random breaks (BREAKS, cuts)
+    pile up on fixture texts, so most states do not parse."""
+    texts = [_mix("gemm_main"), _mix("configs")]
+    texts += [p.read_text() for p in sorted((FIX / "realworld").glob("*.py"))[:8]]
+    rng = random.Random(7)
+    broken = 0
+    for text in texts:
+        host = host_mod.AnalysisHost()
+        host.set_text("f.py", text)
+        lines = split_lines(text)
+        host.snapshot().module("f.py")
+        for _ in range(40):
+            i = rng.randrange(len(lines))
+            c = rng.randrange(len(lines[i].rstrip("\r\n")) + 1)
+            if rng.random() < 0.6:
+                new, end = rng.choice(BREAKS + ["\n", "#", ":"]), (i, c)
+            else:
+                new, end = "", (i, min(c + rng.randrange(1, 4), len(lines[i].rstrip("\r\n"))))
+            lines = splice(lines, (i, c), end, new)[0]
+            host.edit("f.py", (i, c), end, new)
+            snap = host.snapshot()
+            now = "".join(lines)
+            want = [ch.start_line - 1 for ch in frontend.split_chunks(now)]
+            assert snap.chunk_starts("f.py") == want, (text[:60], i, c, new)
+            broken += not _parses(now)
+    assert broken > 200
+    assert host.scans.hits > 0
+
+
+def _parses(text: str) -> bool:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escapes in the broken texts
+            ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def test_replay_fails_when_a_broken_split_claims_too_much(monkeypatch):
+    """An open bracket that a later line closes does not run to the end of the
+    file: taken as one that does, the split of the lines between differs from
+    the whole file's, and the replay sees it."""
+    monkeypatch.setattr(host_mod, "_never_closed", lambda *a: True)
+    r = Replay(_mix("gemm_main"), Settings())
+    r.check()
+    defs = [n for n, ln in enumerate(r.lines) if ln.startswith("def ")]
+    with pytest.raises(AssertionError, match="differs from analyze"):
+        r.edit(defs[-1] + 1, 0, defs[-1] + 1, 0, ")\n")
+        r.edit(defs[0], 0, defs[0], 0, "x = (\n")
