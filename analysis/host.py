@@ -349,8 +349,10 @@ _NO_END = 1 << 62
 def relocate(obj: Any, moves: Moves, strict: bool, memo: Dict[int, Any]) -> Any:
     """A copy of a frozen model value with every Span that starts in one of
     ``moves``' ranges moved by its delta; a Span in none of them stays, or
-    with ``strict`` raises :class:`Unmoved`.  ``memo``: id → copy of the
-    dataclasses already met (a value shared in the input stays shared)."""
+    with ``strict`` raises :class:`Unmoved`.  ``memo``: id → (dataclass,
+    its copy) of those already moved the same way (a value shared in the
+    input stays shared; a snapshot shares one between the chunk models it
+    moves and the kernel results it moves, which hold nodes of those models)."""
     cls = type(obj)
     if cls is Span:
         line = obj.line
@@ -385,8 +387,8 @@ def relocate(obj: Any, moves: Moves, strict: bool, memo: Dict[int, Any]) -> Any:
         fields = _fields(obj)
     key = id(obj)
     hit = memo.get(key)
-    if hit is not None:
-        return hit
+    if hit is not None and hit[0] is obj:
+        return hit[1]
     d = obj.__dict__
     changes = None
     for name in fields:
@@ -412,7 +414,7 @@ def relocate(obj: Any, moves: Moves, strict: bool, memo: Dict[int, Any]) -> Any:
             known = cache.get(key)
             if known is not None and known[0] is obj:
                 cache[id(out)] = (out, known[1])
-    memo[key] = out
+    memo[key] = (obj, out)
     return out
 
 
@@ -434,34 +436,45 @@ def _internal_error(text: str, start_line: int, exc: BaseException) -> frontend.
                 f"{type(exc).__name__}: {exc}. Please report this."),))
 
 
+_ParseEntry = Tuple[int, frontend.ChunkModel, int, frontend.ChunkModel]
+
+
 class ParseCache:
-    """Chunk text → chunk model, independent of where the chunk sits."""
+    """Chunk text → chunk model, independent of where the chunk sits.  The
+    model at the place before is kept too (a line typed and deleted again
+    above a chunk moves it there and back)."""
 
     def __init__(self, size: int = 4096) -> None:
         self.size = size
-        self._items: "OrderedDict[Tuple[str, frontend.Aliases], Tuple[int, frontend.ChunkModel]]" \
-            = OrderedDict()
+        # (text, aliases) -> (start, model, previous start, its model)
+        self._items: "OrderedDict[Tuple[str, frontend.Aliases], _ParseEntry]" = OrderedDict()
         self.hits = 0
         self.misses = 0
 
-    def get(self, text: str, start_line: int, aliases: frontend.Aliases) -> frontend.ChunkModel:
+    def get(self, text: str, start_line: int, aliases: frontend.Aliases,
+            memo: Optional[Dict[int, Any]] = None) -> frontend.ChunkModel:
+        """The chunk's model at ``start_line``; a model cached elsewhere is
+        moved (through ``memo``, see :func:`relocate`)."""
         key = (text, aliases)
         hit = self._items.get(key)
         if hit is not None:
             self._items.move_to_end(key)
-            base, cached = hit
+            base, cached, prev, prev_model = hit
             self.hits += 1
             if base == start_line:
                 return cached
-            moved = shift(cached, start_line - base)
-            self._items[key] = (start_line, moved)
+            if prev == start_line:
+                self._items[key] = (prev, prev_model, base, cached)
+                return prev_model
+            moved = shift(cached, start_line - base, memo=memo)
+            self._items[key] = (start_line, moved, base, cached)
             return moved
         self.misses += 1
         try:
             model_ = frontend.parse_chunk(text, start_line, aliases)
         except Exception as exc:  # a frontend bug must not take the editor down
             return _internal_error(text, start_line, exc)
-        self._items[key] = (start_line, model_)
+        self._items[key] = (start_line, model_, start_line, model_)
         if len(self._items) > self.size:
             self._items.popitem(last=False)
         return model_
@@ -858,15 +871,21 @@ def _lines_above(lines: Sequence[str], start: int) -> Tuple[str, ...]:
 # --------------------------------------------------------------------------
 
 
+# A kept kernel result: (inputs, start line, end line, output, whole_parses).
+_KernelEntry = Tuple[Tuple, int, int, KernelOutput, Optional[bool]]
+
+
 class KernelCache:
     """Per-kernel results of ``pipeline.run_kernel``, keyed by the kernel's own
-    chunk and the values it depends on (see :func:`kernel_inputs`)."""
+    chunk and the values it depends on (see :func:`kernel_inputs`).  The
+    result for the inputs before is kept too (a value toggled, a line typed
+    and deleted again)."""
 
     def __init__(self, size: int = 2048) -> None:
         self.size = size
         # key -> (inputs, start line, end line, output, whole_parses)
-        self._items: "OrderedDict[Tuple, Tuple[Tuple, int, int, KernelOutput, Optional[bool]]]" = \
-            OrderedDict()
+        self._items: "OrderedDict[Tuple, _KernelEntry]" = OrderedDict()
+        self._prev: Dict[Tuple, _KernelEntry] = {}
         # (key, inputs without lines) -> (the places' starts, output, whole_parses)
         self._moved: "OrderedDict[Tuple, Tuple[Tuple[int, ...], KernelOutput, Optional[bool]]]" \
             = OrderedDict()
@@ -874,12 +893,29 @@ class KernelCache:
         self.misses = 0
         self.moved_hits = 0
 
+    def _keep(self, key: Tuple, entry: "_KernelEntry") -> None:
+        old = self._items.get(key)
+        if old is not None and old[0] != entry[0]:
+            self._prev[key] = old
+        self._items[key] = entry
+        self._items.move_to_end(key)
+        if len(self._items) > self.size:
+            gone, _entry = self._items.popitem(last=False)
+            self._prev.pop(gone, None)
+
     def get(self, key: Tuple, inputs: Tuple, start: int, whole_parses: bool
             ) -> Optional[KernelOutput]:
         entry = self._items.get(key)
-        if entry is None or entry[0] != inputs or entry[4] not in (None, whole_parses):
+        if entry is None:
             return None
-        self._items.move_to_end(key)
+        if entry[0] != inputs:
+            prev = self._prev.get(key)
+            if prev is None or prev[0] != inputs:
+                return None
+            entry = prev
+        if entry[4] not in (None, whole_parses):
+            return None
+        self._keep(key, entry)
         self.hits += 1
         _inputs, base, end, out, _parses = entry
         if base == start:
@@ -898,10 +934,7 @@ class KernelCache:
         the result is also kept for :meth:`get_moved`, unless a text of it
         other than an instance label names a line."""
         self.misses += 1
-        self._items[key] = (inputs, start, end, out, whole_parses)
-        self._items.move_to_end(key)
-        if len(self._items) > self.size:
-            self._items.popitem(last=False)
+        self._keep(key, (inputs, start, end, out, whole_parses))
         if unplaced is not None and not _names_a_line(out):
             mkey = (key, unplaced)
             self._moved[mkey] = (tuple(p.start for p in places), out, whole_parses)
@@ -909,15 +942,17 @@ class KernelCache:
             if len(self._moved) > self.size:
                 self._moved.popitem(last=False)
 
-    def get_moved(self, key: Tuple, unplaced: Any, places: Tuple[Place, ...], kernel: Kernel,
-                  whole_parses: bool) -> Optional[KernelOutput]:
+    def get_moved(self, key: Tuple, inputs: Tuple, start: int, end: int, unplaced: Any,
+                  places: Tuple[Place, ...], kernel: Kernel, whole_parses: bool,
+                  memo: Dict[int, Any]) -> Optional[KernelOutput]:
         """The result kept for the same inputs with the chunks elsewhere (an
         edit above them moved them): its spans moved as their chunks moved
         and the instance labels that name a call's line (``f(…) at line N``)
         renamed; None when there is none or a span or a label's line is in
         none of the kernel's input chunks.  The result reads the lines only
         through spans and those labels (its other texts name no line: see
-        :meth:`put`), so this is what a fresh run gives."""
+        :meth:`put`), so this is what a fresh run gives.  A moved result is
+        kept for ``inputs`` (at ``start``..``end``) too."""
         entry = self._moved.get((key, unplaced))
         if entry is None or entry[2] not in (None, whole_parses):
             return None
@@ -926,9 +961,10 @@ class KernelCache:
         self._moved.move_to_end((key, unplaced))
         if not any(m[2] for m in moves):  # the same places (kept under other inputs)
             self.moved_hits += 1
+            self._keep(key, (inputs, start, end, (krs, diags), entry[2]))
             return [dataclasses.replace(kr, kernel=kernel) if kr.kernel is not kernel else kr
                     for kr in krs], diags
-        memo: Dict[int, Any] = {id(kernel): kernel}
+        memo[id(kernel)] = (kernel, kernel)
         try:
             new_krs = [dataclasses.replace(
                 relocate(dataclasses.replace(kr, kernel=kernel), moves, True, memo),
@@ -939,7 +975,10 @@ class KernelCache:
         except Unmoved:
             return None
         self.moved_hits += 1
-        return new_krs, new_diags
+        out = (new_krs, new_diags)
+        self._keep(key, (inputs, start, end, out, entry[2]))
+        self._moved[(key, unplaced)] = (tuple(p.start for p in places), out, entry[2])
+        return out
 
 
 def _moves(starts: Sequence[int], places: Sequence[Place]) -> Moves:
@@ -1178,6 +1217,8 @@ class Snapshot:
         # Ascend loop schedules the last analyses with ``defer_solving`` left
         # to be solved (their kernels' results are provisional and not cached).
         self.pending: List[Any] = []
+        # What this snapshot moved: id → (value, its moved copy), see relocate.
+        self._moved_nodes: Dict[int, Tuple[Any, Any]] = {}
 
     def paths(self) -> List[str]:
         return list(self._files)
@@ -1245,7 +1286,8 @@ class Snapshot:
         for slot in slots:
             chunk_text = "".join(lines[slot.start:slot.end])
             out.append((chunk_text, slot.start + 1,
-                        self._host.parse.get(chunk_text, slot.start + 1, aliases)))
+                        self._host.parse.get(chunk_text, slot.start + 1, aliases,
+                                             self._moved_nodes)))
         return out
 
     def analysis(self, path: str, settings: Optional[Settings] = None,
@@ -1290,7 +1332,9 @@ class Snapshot:
                 return [dataclasses.replace(kr, kernel=kernel) if kr.kernel is not kernel
                         else kr for kr in krs], diags
             unplaced, places = unplace(inputs, Place(chunk_text, start))
-            moved = cache.get_moved(key, unplaced, places, kernel, index.whole_parses)
+            end = start + chunk_text.count("\n") + 1
+            moved = cache.get_moved(key, inputs, start, end, unplaced, places, kernel,
+                                    index.whole_parses, self._moved_nodes)
             if moved is not None:
                 return moved
             before = len(pending)
@@ -1302,7 +1346,7 @@ class Snapshot:
                 # with CPython's parser (``pipeline._source_facts``), which gives
                 # nothing while any part of the file does not parse.
                 traced = any(kr.unresolved for kr in out[0])
-                cache.put(key, inputs, start, start + chunk_text.count("\n") + 1, out,
+                cache.put(key, inputs, start, end, out,
                           index.whole_parses if traced else None, unplaced, places)
             return out
 
