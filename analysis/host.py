@@ -631,6 +631,31 @@ class _Index:
         dataclasses.field(default_factory=dict)
     classes: Set[str] = dataclasses.field(default_factory=set)
     toplevel_stmts: List[FuncStmt] = dataclasses.field(default_factory=list)
+    # relevant_toplevel's tables: (chunks with a test or loop, name → writers)
+    _writers: Optional[Tuple[Set[int], Dict[str, List[int]]]] = None
+
+    def relevant_toplevel(self, need: Set[str]) -> Set[int]:
+        """The chunks whose module-level statements can change what the code
+        before a module-level call passes: a test or loop, or a write to a
+        name in ``need``."""
+        if self._writers is None:
+            always: Set[int] = set()
+            writers: Dict[str, List[int]] = {}
+            for i in self.toplevel:
+                names = _toplevel_writes(self.chunks[i][2])
+                if names is None:
+                    always.add(i)
+                else:
+                    for n in names:
+                        writers.setdefault(n, []).append(i)
+            self._writers = (always, writers)
+        always, writers = self._writers
+        out = set(always)
+        for n in need:
+            hit = writers.get(n)
+            if hit:
+                out.update(hit)
+        return out
 
     def call_names(self, c: CallSite) -> FrozenSet[str]:
         """The names a call site's arguments read."""
@@ -755,7 +780,7 @@ def kernel_inputs(index: _Index, own: int, kernel: Kernel) -> Tuple[Any, ...]:
         for f in frames:
             if f is None:
                 need |= _frame_closure(index, None, need)
-                other.update(i for i in index.toplevel if _relevant(index.chunks[i][2], need))
+                other.update(index.relevant_toplevel(need))
             else:
                 for i in index.owners.get(f, ()):
                     if i != own:
@@ -808,15 +833,19 @@ def unplace(inputs: Any, own: Place) -> Tuple[Any, Tuple[Place, ...]]:
     return (strip(inputs), rank[own.start]), tuple(found)
 
 
-def _relevant(cm: frontend.ChunkModel, need: Set[str]) -> bool:
-    """Can a chunk's module-level statements change what the code before a
-    module-level call passes (a test or loop, or a write to a needed name)?"""
+def _toplevel_writes(cm: frontend.ChunkModel) -> Optional[Set[str]]:
+    """The names a chunk's module-level statements assign or mutate; None
+    when one of them is a test or a loop (or a return), which can change what
+    the code after it passes whatever it reads."""
+    out: Set[str] = set()
     for st in cm.toplevel:
+        if st.kind in ("if", "for", "while", "return"):
+            return None
         targets, _reads, base = _stmt_names(st)
-        if st.kind in ("if", "for", "while", "return") or not targets.isdisjoint(need) \
-                or (base is not None and base in need):
-            return True
-    return False
+        out.update(targets)
+        if base is not None:
+            out.add(base)
+    return out
 
 
 def _frame_closure(index: _Index, d: Any, need: Set[str]) -> FrozenSet[str]:
@@ -1003,9 +1032,14 @@ def _relabel(label: str, moves: Moves) -> str:
     raise Unmoved(line)
 
 
+# Fields holding the frontend's model of the kernel (its texts come from the
+# chunk's text alone, never from a line number).
+_MODEL_FIELDS = frozenset({"kernel", "loop", "stmt", "excluded_binds"})
+
+
 def _names_a_line(out: KernelOutput) -> bool:
-    """Does a text of ``out`` other than an instance label (and the kernel
-    model, which a later hit replaces) say "at line"?"""
+    """Does a text of ``out`` other than an instance label and the kernel's
+    model say "at line"?"""
     stack: List[Any] = [out]
     seen: Set[int] = set()
     while stack:
@@ -1021,8 +1055,8 @@ def _names_a_line(out: KernelOutput) -> bool:
             continue
         seen.add(id(o))
         for name in _fields(o):
-            if (isinstance(o, KernelResult) and name in ("kernel", "config_label")) or \
-                    (isinstance(o, Diagnostic) and name == "configs"):
+            if name in _MODEL_FIELDS or (isinstance(o, KernelResult) and name == "config_label") \
+                    or (isinstance(o, Diagnostic) and name == "configs"):
                 continue
             stack.append(getattr(o, name))
     return False
