@@ -554,7 +554,11 @@ class AscendStatement:
 class AscendResult:
     versions: Tuple[Tuple[str, int], ...] = ()
     versions_exact: bool = False
-    hard_events: Tuple[Tuple[str, int, bool], ...] = ()  # name, slots, spilled
+    # name, event ids still in use after RewriteFlagToBuf, whether some spilled
+    hard_events: Tuple[Tuple[str, int, bool], ...] = ()
+    # The id ranges RewriteFlagToBuf turned into locks: (event, first id,
+    # last id, first mutex id); id e of the range takes mutex id m + e - first.
+    spills: Tuple[Tuple[str, int, int, int], ...] = ()
     pipe_barriers: Tuple[str, ...] = ()
     cross_core_slots: int = 0
     mutex_ids: int = 0

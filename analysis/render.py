@@ -112,7 +112,7 @@ def kernel_json(kr: KernelResult) -> Dict[str, object]:
         },
         "ascend": None if asc is None else {
             "versions": dict(asc.versions),
-            "hard_events": {name: {"slots": slots, "spilled": spilled}
+            "hard_events": {name: ascend_event_json(asc, name, slots, spilled)
                             for name, slots, spilled in asc.hard_events},
             "pipe_barriers": list(asc.pipe_barriers),
             "cross_core_slots": asc.cross_core_slots,
@@ -339,6 +339,17 @@ def loop_sync_text(s: LoopSync) -> str:
             + (f", mbarrier waits×{s.mbarrier_wait}" if s.mbarrier_wait else ""))
 
 
+def ascend_event_json(asc: AscendResult, name: str, slots: int, spilled: bool
+                      ) -> Dict[str, object]:
+    """One hard event: the ids still in use after RewriteFlagToBuf (``slots``),
+    the ids InsertSync gave it before (``ids_before``) and the id ranges that
+    became locks."""
+    locks = [{"ids": [lo, hi], "mutex_ids": [m, m + hi - lo]}
+             for ev, lo, hi, m in asc.spills if ev == name]
+    before = slots + sum(hi - lo + 1 for ev, lo, hi, _ in asc.spills if ev == name)
+    return {"slots": slots, "spilled": spilled, "ids_before": before, "locks": locks}
+
+
 def ascend_schedule_rows(asc: AscendResult) -> List[List[str]]:
     """The Ascend loop body in the auto-scheduler's order, one row per task."""
     rows = []
@@ -373,9 +384,13 @@ def ascend_text(asc: AscendResult) -> List[str]:
                    + ("" if asc.versions_exact else "  (not all fixed: the scheduler "
                       "picks the rest, at most num_stages)"))
     if asc.hard_events:
-        out.append("  flags per hard event: " + ", ".join(
-            f"{ev} {n}" + (" (spilled to locks)" if sp else "")
+        out.append("  flags per hard event (event ids in use): " + ", ".join(
+            f"{ev} {n}" if not sp else
+            f"{ev} {ascend_event_json(asc, ev, n, sp)['ids_before']} → {n}"
             for ev, n, sp in asc.hard_events))
+    for ev, lo, hi, m in asc.spills:
+        out.append(f"    {ev} ids {lo}..{hi} → asc_lock/asc_unlock on mutex ids "
+                   f"{m}..{m + hi - lo}")
     out.append(f"  pipe barriers: {', '.join(asc.pipe_barriers) or 'none'};"
                f" cross-core slots: {asc.cross_core_slots} of 16;"
                f" mutex ids: {asc.mutex_ids} of 32")

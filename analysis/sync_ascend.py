@@ -166,7 +166,7 @@ class AscendPlan:
     loop: Optional[Loop]
     loop_var: str
     extent: int
-    events: Dict[str, Tuple[int, bool]]  # hard event -> (slots, spilled)
+    events: Dict[str, Tuple[int, bool]]  # hard event -> (ids kept after the rewrite, spilled)
     spilled_blocks: List[Tuple[str, int, int, int]]  # event, lo, hi, mutex base
     mutex_used: int
     cross_core_failed: bool
@@ -628,6 +628,7 @@ def plan_ascend(kernel: Kernel, env: Env, loops: Sequence[Loop] = ()) -> Optiona
         versions=tuple((b, versions[b]) for b in loop_bufs),
         versions_exact=exact,
         hard_events=tuple((ev, n, sp) for ev, (n, sp) in events.items()),
+        spills=tuple(spilled),
         pipe_barriers=barriers,
         cross_core_slots=len(cross),
         mutex_ids=mutex_used,
@@ -971,7 +972,8 @@ def _rewrite_flag_to_buf(calls: List[SyncCall], extent: int, gemm_l1: bool
                 spilled.append((ev, lo, hi, mutex))
                 mutex += hi - lo + 1
         assign[ev] = out
-        events[ev] = (total, not all(kept))
+        # The ids still in use after the rewrite (0 when every block spilled).
+        events[ev] = (sum(hi - lo + 1 for lo, hi, k, _ in out if k), not all(kept))
     new_calls: List[SyncCall] = []
     for c in calls:
         ev = "_".join(c.pipes)
@@ -1005,10 +1007,11 @@ def ascend_diagnostics(kernel: Kernel, plan: AscendPlan) -> List[Diagnostic]:
     if plan.schedule is not None and not plan.schedule.exact:
         caveat = (f" (the loop order is predicted, not the auto-scheduler's: "
                   f"{plan.schedule.reason}; the compiler's count may differ)")
-    for ev, (slots, spilled) in plan.events.items():
+    for ev, (kept, spilled) in plan.events.items():
         if not spilled:
             continue
         blocks = [(lo, hi, m) for e, lo, hi, m in plan.spilled_blocks if e == ev]
+        slots = kept + sum(hi - lo + 1 for lo, hi, _ in blocks)
         what = ", ".join(f"event ids {lo}..{hi} → mutex {m}..{m + hi - lo}"
                          for lo, hi, m in blocks)
         out.append(Diagnostic(
@@ -1016,7 +1019,8 @@ def ascend_diagnostics(kernel: Kernel, plan: AscendPlan) -> List[Diagnostic]:
             message=(f"hard event {ev} needs {slots} flag slots but a core has "
                      f"{INTRA_CORE_FLAGS}: RewriteFlagToBuf turns {len(blocks)} sync "
                      f"point{'s' if len(blocks) != 1 else ''} ({what}) into blocking "
-                     f"asc_lock/asc_unlock pairs; lower the buffer versions in "
+                     f"asc_lock/asc_unlock pairs, leaving {kept} event id"
+                     f"{'s' if kept != 1 else ''} of {ev} in use; lower the buffer versions in "
                      f"T.annotate_buffer_versions or merge the statements that "
                      f"synchronise on {ev}{caveat}")))
     if plan.mutex_used > MUTEX_POOL:

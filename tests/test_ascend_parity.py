@@ -79,6 +79,9 @@ def test_flags_match_compiler(oracle, name):
     assert "TL302" not in codes and "TL303" not in codes
     ours = {ev: n for ev, n, _ in r.hard_events}
     assert ours == o["slots"]
+    before = {ev: n + sum(hi - lo + 1 for e, lo, hi, _ in r.spills if e == ev)
+              for ev, n, _ in r.hard_events}
+    assert before == o["slots_before"]
     assert sorted(ev for ev, _, sp in r.hard_events if sp) == sorted(o["spilled"])
     assert ("TL301" in codes) == bool(o["spilled"])
     assert sorted(r.pipe_barriers) == o["pipe_barriers"]
@@ -192,3 +195,32 @@ def test_spill_kernel_really_spills(oracle):
     assert "mutex_running" in oracle["vec_n5_v8.py"]["error"]
     assert oracle["mixed_ub_v16.py"]["error"] is None
     assert len(oracle["mixed_ub_v16.py"]["cross_core_slots"]) == 16
+
+
+def test_ring_of_11_ids_becomes_locks(oracle):
+    """gemm_ring11: 11 versions of A_l1 and B_l1.  InsertSync gives MTE1_MTE2
+    and MTE2_MTE1 an 11-id ring each; no 11-id block fits in 8, so
+    RewriteFlagToBuf turns both whole rings into locks (mutex ids 2..12 and
+    13..23 in the compiler's source; 0-1 are gemm_l1's) and no event id of
+    either is left.  explain shows the ids before and after and the locks."""
+    from analysis import pipeline, render
+    from analysis.model import Settings
+    o = oracle["gemm_ring11.py"]
+    assert o["error"] is None
+    assert o["slots"] == {"MTE1_MTE2": 0, "MTE2_MTE1": 0, "M_FIX": 1}
+    assert o["slots_before"] == {"MTE1_MTE2": 11, "MTE2_MTE1": 11, "M_FIX": 1}
+    src = (FIXTURES / "gemm_ring11.py").read_text()
+    analysis = pipeline.analyze(src, settings=Settings(target="ascend"))
+    (kj,) = render.explain_json(analysis)["kernels"]
+    events = kj["ascend"]["hard_events"]
+    for ev in ("MTE1_MTE2", "MTE2_MTE1"):
+        assert events[ev]["slots"] == o["slots"][ev] and events[ev]["spilled"] is True
+        assert events[ev]["ids_before"] == o["slots_before"][ev]
+        (lock,) = events[ev]["locks"]
+        assert lock["ids"] == [0, 10]
+        assert list(range(lock["mutex_ids"][0], lock["mutex_ids"][1] + 1)) == o["spilled"][ev]
+    assert events["M_FIX"] == {"slots": 1, "spilled": False, "ids_before": 1, "locks": []}
+    text = render.explain_text(analysis)
+    assert "MTE1_MTE2 11 → 0" in text
+    assert "MTE1_MTE2 ids 0..10 → asc_lock/asc_unlock on mutex ids 2..12" in text
+    assert "MTE2_MTE1 ids 0..10 → asc_lock/asc_unlock on mutex ids 13..23" in text

@@ -138,8 +138,11 @@ def summarize(calls, lock_modes=()) -> Dict[str, object]:
             spilled.setdefault(prod + "_" + wait_side[i], set()).add(i)
     return {
         "spilled": {k: sorted(v) for k, v in spilled.items()},
-        "slots": {k: len(events.get(k, ())) + len(spilled.get(k, ()))
-                  for k in set(events) | set(spilled)},
+        # Event ids still used by asc_sync_notify/wait (after RewriteFlagToBuf)
+        # and the ids InsertSync had given (those plus the ones now locks).
+        "slots": {k: len(events.get(k, ())) for k in set(events) | set(spilled)},
+        "slots_before": {k: len(events.get(k, ())) + len(spilled.get(k, ()))
+                         for k in set(events) | set(spilled)},
         "events": {k: sorted(v) for k, v in events.items()},
         "cross_core_slots": sorted(cross),
         "mutex_ids": sorted(locks),
