@@ -613,15 +613,29 @@ def _code_fields(cls: type) -> Tuple[str, ...]:
     return names
 
 
+# libcst's node classes are abstract-base-class subclasses, for which every
+# ``isinstance`` goes through ``ABCMeta.__instancecheck__``; the walk asks by
+# exact type instead (node classes are final).
+_NODE_TYPES: Dict[type, bool] = {}
+
+
+def _is_node_type(t: type) -> bool:
+    hit = _NODE_TYPES.get(t)
+    if hit is None:
+        hit = _NODE_TYPES[t] = issubclass(t, cst.CSTNode)
+    return hit
+
+
 def code_children(node: cst.CSTNode) -> List[cst.CSTNode]:
     """The child nodes of ``node`` that can hold code, in source order."""
     out: List[cst.CSTNode] = []
     for name in _code_fields(type(node)):
         v = getattr(node, name)
-        if isinstance(v, cst.CSTNode):
+        t = type(v)
+        if t is tuple or t is list:
+            out.extend(x for x in v if _is_node_type(type(x)))
+        elif _is_node_type(t):
             out.append(v)
-        elif isinstance(v, (tuple, list)):
-            out.extend(x for x in v if isinstance(x, cst.CSTNode))
     return out
 
 
@@ -631,9 +645,10 @@ def _calls_in(node: cst.CSTNode, out: List[cst.Call]) -> List[cst.Call]:
     stack = [node]
     while stack:
         n = stack.pop()
-        if isinstance(n, cst.Call):
+        t = type(n)
+        if t is cst.Call:
             out.append(n)
-        elif isinstance(n, cst.FunctionDef):
+        elif t is cst.FunctionDef:
             continue
         kids = code_children(n)
         kids.reverse()
@@ -810,17 +825,18 @@ class _Builder:
     def expr(self, node: Optional[cst.BaseExpression]) -> Expr:
         if node is None:
             return Const(None)
-        if isinstance(node, cst.Integer):
+        t = type(node)  # (libcst's classes are final: ``is`` skips ABCMeta's isinstance)
+        if t is cst.Integer:
             try:
                 return Const(int(node.value.replace("_", ""), 0))
             except ValueError:
                 return Opaque(node.value)
-        if isinstance(node, cst.Float):
+        if t is cst.Float:
             try:
                 return Const(float(node.value.replace("_", "")))
             except ValueError:
                 return Opaque(node.value)
-        if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
+        if t in (cst.SimpleString, cst.ConcatenatedString):
             try:
                 val = node.evaluated_value
             except (SyntaxError, ValueError, MemoryError, UnicodeError):
@@ -829,28 +845,28 @@ class _Builder:
             if isinstance(val, bytes):
                 return Opaque(self.src(node))
             return Const(val)
-        if isinstance(node, cst.Name):
+        if t is cst.Name:
             if node.value in ("True", "False"):
                 return Const(node.value == "True")
             if node.value == "None":
                 return Const(None)
             return Name(node.value)
-        if isinstance(node, cst.Attribute):
+        if t is cst.Attribute:
             d = self.dotted(node)
             if d is not None:
                 if d.startswith("T.") and d.count(".") == 1:
                     return Attr(Name("T"), d[2:])
                 return Attr(self.expr(node.value), node.attr.value)
             return Attr(self.expr(node.value), node.attr.value)
-        if isinstance(node, cst.BinaryOperation):
+        if t is cst.BinaryOperation:
             return BinOp(_BINOPS.get(type(node.operator), "?"), self.expr(node.left),
                          self.expr(node.right))
-        if isinstance(node, cst.UnaryOperation):
+        if t is cst.UnaryOperation:
             return UnaryOp(_UNOPS.get(type(node.operator), "?"), self.expr(node.expression))
-        if isinstance(node, cst.BooleanOperation):
+        if t is cst.BooleanOperation:
             op = "and" if isinstance(node.operator, cst.And) else "or"
             return Compare(op, self.expr(node.left), self.expr(node.right))
-        if isinstance(node, cst.Comparison):
+        if t is cst.Comparison:
             left = self.expr(node.left)
             result: Optional[Expr] = None
             for target in node.comparisons:
@@ -859,9 +875,9 @@ class _Builder:
                 result = cmp if result is None else Compare("and", result, cmp)
                 left = right
             return result if result is not None else left
-        if isinstance(node, cst.IfExp):
+        if t is cst.IfExp:
             return IfExp(self.expr(node.test), self.expr(node.body), self.expr(node.orelse))
-        if isinstance(node, cst.Call):
+        if t is cst.Call:
             func = self.dotted(node.func)
             if func is None and isinstance(node.func, cst.Attribute) and \
                     all(a.keyword is None and not a.star for a in node.args):
@@ -882,20 +898,20 @@ class _Builder:
                 else:
                     args.append(self.expr(a.value))
             return Call(func, tuple(args), tuple(kwargs))
-        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+        if t in (cst.ListComp, cst.SetComp, cst.GeneratorExp):
             return Call("<listcomp>", (self.expr(node.elt),) + self.comp_gens(node.for_in))
-        if isinstance(node, cst.DictComp):
+        if t is cst.DictComp:
             return Call("<dictcomp>", (self.expr(node.key), self.expr(node.value))
                         + self.comp_gens(node.for_in))
-        if isinstance(node, (cst.Tuple, cst.List)):
+        if t in (cst.Tuple, cst.List):
             items: List[Expr] = []
             for el in node.elements:
                 if isinstance(el, cst.StarredElement):
                     items.append(Opaque(self.src(el)))
                 else:
                     items.append(self.expr(el.value))
-            return TupleExpr(tuple(items), isinstance(node, cst.List))
-        if isinstance(node, cst.Dict):
+            return TupleExpr(tuple(items), t is cst.List)
+        if t is cst.Dict:
             pairs: List[Tuple[str, Expr]] = []
             for entry in node.elements:
                 if isinstance(entry, cst.DictElement):
@@ -910,7 +926,7 @@ class _Builder:
                         pairs.append((_DTYPE_KEY.get(key.attr, key.attr),
                                       self.expr(entry.value)))
             return DictExpr(tuple(pairs))
-        if isinstance(node, cst.Subscript):
+        if t is cst.Subscript:
             idx = self.subscript_indices(node)
             return Subscript(self.expr(node.value),
                              idx[0] if len(idx) == 1 else TupleExpr(idx))
