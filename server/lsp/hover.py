@@ -74,12 +74,15 @@ def whatif_rows(module, kernel, config_label: Optional[str], settings: Settings,
             if lr.pipelined:
                 row["stage"] = ",".join(hover_text.int_text(s.stage) for s in lr.statements)
                 row["order"] = ",".join(hover_text.int_text(s.order) for s in lr.statements)
-                row["versions"] = ", ".join(f"{v.buffer}×{v.versions}" for v in lr.versions) or "—"
+                # only the multiplied buffers (every other one has a single version)
+                row["versions"] = ", ".join(f"{v.buffer}×{v.versions}" for v in lr.versions
+                                            if v.versions > 1) or "—"
             else:
                 row["stage"] = row["order"] = "not pipelined"
             if sync is not None:
                 row["sync"] = f"sync×{sync.syncthreads}" + (
-                    f", wait_group {list(sync.cp_async_wait)}" if sync.cp_async_wait else "")
+                    ", wait " + ", ".join(map(str, sync.cp_async_wait))
+                    if sync.cp_async_wait else "")
             row["bytes"] = pt.total_bytes  # what the budget applies to (arena + static)
         rows.append((pt.num_stages, row))
     return rows
@@ -153,12 +156,14 @@ async def handler(ls, params: lsp.HoverParams) -> Optional[lsp.Hover]:
         lr = loop_under(kr, line, col, "iter_span")
         if lr is not None:
             span = lr.loop.iter_span
-            text = hover_text.loop_hover(kr, lr, analysis.target)
+            text = hover_text.loop_hover(kr, lr, analysis.target, uri=doc.uri,
+                                         path=analysis.path)
             verified = _verified_for(doc, lines)
             if verified is not None:
                 sc = verified.sync_for(kr.kernel.name, lr.loop.span.line)
                 if sc is not None:
-                    text += "\n\n" + hover_text.compiler_sync(sc, verified.compiler)
+                    text += "\n\n" + hover_text.fit(
+                        hover_text.compiler_sync(sc, verified.compiler))
     if text is None:
         word, ws, we = word_at(convert.strip_eol(lines[line - 1]) if line - 1 < len(lines) else "", col)
         allocs = {a.name: a for a in kr.kernel.allocs}
@@ -178,13 +183,13 @@ async def handler(ls, params: lsp.HoverParams) -> Optional[lsp.Hover]:
             ss = next((s for s in lr.statements if _within(s.stmt.span, line, col)), None)
             if ss is not None:
                 span = ss.stmt.span
-                text = hover_text.statement_hover(kr, lr, ss, analysis.target)
+                text = hover_text.statement_hover(kr, lr, ss, analysis.target, uri=doc.uri)
                 break
     if text is None:
         return None
     footer = await _binding_footer(ls, doc, analysis, kr)
     if footer:
-        text += "\n\n" + footer
+        text += "\n\n" + hover_text.fit(footer)
     return lsp.Hover(
         contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=text),
         range=convert.span_to_range(span, lines, enc) if span is not None else None)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import textwrap
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 from .lazy import model, render
@@ -10,6 +12,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from tilelint.analysis.model import (
         Alloc,
         BufferInfo,
+        Kernel,
         KernelResult,
         LoopResult,
         ScheduledStmt,
@@ -51,7 +54,7 @@ def sync_summary(lr: LoopResult) -> str:
     out = "sync per iteration: " + _sync_parts(s)
     for what, region in (("prologue", lr.prologue_sync), ("epilogue", lr.epilogue_sync)):
         if region is not None:
-            out += f"; {what}: " + _sync_parts(region)
+            out += f"  \n{what}: " + _sync_parts(region)
     return out
 
 
@@ -65,6 +68,63 @@ def sync_preview(kr: "KernelResult", lr: "LoopResult", target: str = "sm_80") ->
     except Exception:
         return None
     return str(text) if text else None
+
+
+# --------------------------------------------------------------------------
+# Width: every line a reader sees is at most WIDTH characters
+# --------------------------------------------------------------------------
+
+WIDTH = 100
+_REF_DEF = re.compile(r"^\[[^\]]+\]: \S+$")
+
+
+def visible_width(line: str) -> int:
+    """The characters of a hover line a reader sees: a link shows its text,
+    a link reference definition (``[L12]: file:///…#L12``) shows nothing."""
+    if _REF_DEF.match(line):
+        return 0
+    return len(re.sub(r"\[([^\]]*)\](?:\([^)]*\)|\[[^\]]*\])", r"\1", line))
+
+
+def fit(md: str, width: int = WIDTH) -> str:
+    """Prose wrapped at ``width`` (a line break inside a paragraph is a soft
+    break in Markdown), code lines cut with an ellipsis.  Tables are built to
+    fit by their makers."""
+    out: List[str] = []
+    fenced = False
+    for line in md.split("\n"):
+        if line.startswith("```"):
+            fenced = not fenced
+            out.append(line)
+        elif visible_width(line) <= width or line.startswith("|"):
+            out.append(line)
+        elif fenced:
+            out.append(line[: width - 1] + "…")
+        else:
+            hard = line.endswith("  ")
+            indent = "  " if line.startswith("- ") else ""
+            parts = textwrap.wrap(line, width, subsequent_indent=indent,
+                                  break_long_words=False, break_on_hyphens=False)
+            if hard and parts:
+                parts[-1] += "  "
+            out.extend(parts or [line])
+    return "\n".join(out)
+
+
+def _ref(uri: Optional[str], line: int, text: Optional[str] = None) -> str:
+    """``line`` as a link to the source (a reference-style link: the target is
+    defined once at the end of the hover, see ``_ref_defs``)."""
+    shown = text if text is not None else str(line)
+    return f"[{shown}][L{line}]" if uri else shown
+
+
+def _ref_defs(md: str, uri: Optional[str]) -> str:
+    if not uri:
+        return md
+    lines = sorted({int(n) for n in re.findall(r"\]\[L(\d+)\]", md)})
+    if not lines:
+        return md
+    return md + "\n\n" + "\n".join(f"[L{n}]: {uri}#L{n}" for n in lines)
 
 
 def ascend_loop_hover(kr: "KernelResult", lr: "LoopResult") -> str:
@@ -84,16 +144,55 @@ def ascend_loop_hover(kr: "KernelResult", lr: "LoopResult") -> str:
                    + ("" if asc.versions_exact else
                       " (not all fixed: the scheduler picks the rest, at most num_stages)"))
     if asc.hard_events:
-        out.append("Flags per hard event: " + ", ".join(
-            f"`{ev}` {n}" + (" **spilled to locks**" if sp else "")
-            for ev, n, sp in asc.hard_events)
-            + f"; cross-core slots {asc.cross_core_slots} of 16; mutex ids {asc.mutex_ids} of 32")
+        # three events a line, so that no entry is split over two lines
+        events = [f"`{ev}` {n}" + (" **spilled to locks**" if sp else "")
+                  for ev, n, sp in asc.hard_events]
+        out.append("Flags per hard event: " + ",  \n".join(
+            ", ".join(events[i:i + 3]) for i in range(0, len(events), 3))
+            + f"  \ncross-core slots {asc.cross_core_slots} of 16; mutex ids {asc.mutex_ids} of 32")
     if asc.preview:
         out.append("Emitted sync (preview):\n\n" + _fence(asc.preview, "cpp"))
-    return "\n\n".join(out) + _config_note(kr)
+    return fit("\n\n".join(out) + _config_note(kr))
 
 
-def loop_hover(kr: "KernelResult", lr: "LoopResult", target: str = "sm_80") -> str:
+SCHEDULE_HEADER = ("line", "statement", "stage", "order", "prologue", "steady state", "epilogue")
+# Warp-specialized: the producer warpgroup runs the copies ahead, mbarriers pace it.
+WS_SCHEDULE_HEADER = ("line", "statement", "stage", "order", "warpgroup")
+
+
+def schedule_table(lr: "LoopResult", uri: Optional[str] = None,
+                   kernel: Optional["Kernel"] = None) -> str:
+    """The modulo schedule, one row per statement in issue order: its line,
+    the statement (cut to fit), stage, order, and the iteration it runs in
+    the prologue, one pass of the generated loop, and the epilogue."""
+    from tilelint.analysis import hover_view
+
+    def cells(st: "ScheduledStmt") -> List[str]:
+        return [_ref(uri, st.stmt.span.line),
+                "`" + hover_view.cut(st.stmt.label or st.stmt.op, 36) + "`",
+                int_text(st.stage), int_text(st.order)]
+
+    if kernel is not None and lr.warp_specialized:
+        ws = sorted(lr.statements, key=lambda st: st.order if st.order is not None else -1)
+        return render.markdown_table(WS_SCHEDULE_HEADER, [
+            cells(st) + [_warpgroup(st, kernel)] for st in ws]) if ws else ""
+    rows = [cells(r.stmt) + [r.prologue, r.steady, r.epilogue]
+            for r in hover_view.schedule_rows(lr)]
+    return render.markdown_table(SCHEDULE_HEADER, rows) if rows else ""
+
+
+def _warpgroup(st: "ScheduledStmt", kernel: "Kernel") -> str:
+    from tilelint.analysis import sync_cuda
+    return "producer" if sync_cuda.is_async_copy(st.stmt, kernel) else "consumer"
+
+
+def loop_hover(kr: "KernelResult", lr: "LoopResult", target: str = "sm_80",
+               uri: Optional[str] = None, path: Optional[str] = None) -> str:
+    """The hover on ``T.Pipelined``: a summary line, the schedule (a row per
+    statement), the sync of one iteration and the steady-state code.
+    ``uri`` makes line numbers links; ``path`` names the file in the
+    ``tilelint explain`` hint."""
+    from tilelint.analysis import hover_view
     out: List[str] = []
     loop = lr.loop
     if kr.ascend is not None and kr.kernel.dialect == "ascend":
@@ -103,44 +202,47 @@ def loop_hover(kr: "KernelResult", lr: "LoopResult", target: str = "sm_80") -> s
         why = (f"tilelint follows the first pipelined loop of an Ascend kernel "
                f"(line {kr.ascend.loop_line})" if kr.ascend.loop_line is not None
                else "no tile operation of this kernel maps to an Ascend pipe")
-        return (f"**`T.Pipelined` loop over `{loop.var}` (Ascend)**\n\nNot modelled: {why}."
-                + _config_note(kr))
+        return fit(f"**`T.Pipelined` loop over `{loop.var}` (Ascend)**\n\nNot modelled: {why}."
+                   + _config_note(kr))
     if not lr.pipelined:
         out.append(f"**`T.Pipelined` loop over `{loop.var}`: not pipelined**")
         if lr.note:
             out.append(lr.note)
-        return "\n\n".join(out) + _config_note(kr)
-    head = f"**`T.Pipelined` loop over `{loop.var}`**"
+        return fit("\n\n".join(out) + _config_note(kr))
     facts = []
     if lr.num_stages is not None:
         facts.append(f"num_stages = {lr.num_stages}")
-    if lr.depth is not None:
-        facts.append(f"pipeline depth {lr.depth}")
     if lr.manual:
         facts.append("manual order/stage")
     if lr.warp_specialized or kr.warp_specialized:
         facts.append("warp-specialized")
-    out.append(head + (" — " + ", ".join(facts) if facts else ""))
-    rows = render.schedule_rows(lr)
-    if rows:
-        out.append("Modulo schedule (rows: phases, columns: statements in issue order):")
-        out.append(render.markdown_table(render.schedule_header(lr), rows))
+    title = f"**`T.Pipelined` loop over `{loop.var}`**" + (" — " + ", ".join(facts)
+                                                           if facts else "")
+    out.append(title + "  \n" + " · ".join(hover_view.summary_parts(kr, lr)))
+    table = schedule_table(lr, uri, kr.kernel)
+    if table:
+        out.append(table)
     if lr.excluded_binds:
         out.append("Replayed in every phase (not scheduled): "
-                   + ", ".join(f"`{b.label}`" for b in lr.excluded_binds))
-    if lr.versions:
-        out.append("Buffer versions: " + ", ".join(
-            f"`{v.buffer}` ×{v.versions}" + (" (tightened)" if v.tightened else "")
-            for v in lr.versions))
+                   + ", ".join(f"`{hover_view.cut(b.label, 40)}`" for b in lr.excluded_binds))
+    tightened = [v.buffer for v in lr.versions if v.tightened]
+    if tightened:
+        out.append("One version fewer than the stage distance needs (tightened): "
+                   + ", ".join(f"`{b}`" for b in tightened))
     summary = sync_summary(lr)
     if summary:
         out.append(summary)
     preview = sync_preview(kr, lr, target)
     if preview:
-        out.append("Emitted sync (preview):\n\n" + _fence(preview, "cuda"))
+        before, body, after = hover_view.steady_body(preview)
+        out.append("Emitted sync, steady state (preview):\n\n" + _fence(body, "cuda"))
+        if before or after:
+            where = f"`tilelint explain {path}`" if path else "`tilelint explain`"
+            out.append(f"Prologue and epilogue: the counts above; their code: {where}, "
+                       f"or hover a statement of the loop.")
     if lr.note:
         out.append(f"_{lr.note}_")
-    return "\n\n".join(out) + _config_note(kr)
+    return _ref_defs(fit("\n\n".join(out) + _config_note(kr)), uri)
 
 
 def _accesses(stmt: Stmt, which: str, versions: Dict[str, int]) -> str:
@@ -152,27 +254,52 @@ def _accesses(stmt: Stmt, which: str, versions: Dict[str, int]) -> str:
                      for n in names)
 
 
+def _calls(sync: Sequence[str]) -> str:
+    """Sync lines of the preview as inline code, without their comments."""
+    return " ".join(f"`{s.split('  //')[0].rstrip(';')}`" for s in sync) if sync else "—"
+
+
+_SECTION_NAMES = {"prologue": "prologue", "body": "steady state", "epilogue": "epilogue"}
+
+
 def statement_hover(kr: "KernelResult", lr: "LoopResult", ss: "ScheduledStmt",
-                    target: str = "sm_80") -> str:
+                    target: str = "sm_80", uri: Optional[str] = None) -> str:
+    """A statement of a pipelined loop: stage, order, the buffers it reads and
+    writes with their versions, and the sync calls right before and after it
+    in the steady state (then in the prologue and epilogue steps)."""
+    from tilelint.analysis import hover_view
     versions = _versions(lr)
-    out = [f"**`{ss.stmt.label or ss.stmt.op}`** in the pipelined loop over `{lr.loop.var}`"]
-    out.append(f"stage **{int_text(ss.stage)}** · order **{int_text(ss.order)}**"
-               + (f" (of {len(lr.statements)} scheduled statements)" if lr.statements else ""))
+    label = hover_view.cut(ss.stmt.label or ss.stmt.op, 72)
+    out = [f"**`{label}`** — {_ref(uri, ss.stmt.span.line, f'line {ss.stmt.span.line}')}"]
+    where = next((r for r in hover_view.schedule_rows(lr) if r.stmt is ss), None)
+    line = (f"stage **{int_text(ss.stage)}** · order **{int_text(ss.order)}**"
+            + (f" of {len(lr.statements)}" if lr.statements else "")
+            + f" in the pipelined loop over `{lr.loop.var}` ({_ref(uri, lr.loop.span.line, 'line ' + str(lr.loop.span.line))})")
+    out.append(line)
+    if where is not None and not lr.warp_specialized:
+        out.append(f"runs iteration {where.steady} in the steady state; prologue: {where.prologue};"
+                   f" epilogue: {where.epilogue}")
     out.append(f"reads: {_accesses(ss.stmt, 'reads', versions)}  \n"
                f"writes: {_accesses(ss.stmt, 'writes', versions)}")
-    if ss.stage is not None and lr.statements:
-        max_stage = max((s.stage for s in lr.statements if s.stage is not None), default=0)
-        if max_stage:
-            ahead = max_stage - ss.stage
-            out.append(f"runs {ahead} iteration{'s' if ahead != 1 else ''} ahead of the last stage"
-                       if ahead else "runs in the last stage (consumes what earlier stages produced)")
-    summary = sync_summary(lr)
-    if summary:
-        out.append(summary)
     preview = sync_preview(kr, lr, target)
-    if preview:
-        out.append(_fence(preview, "cuda"))
-    return "\n\n".join(out) + _config_note(kr)
+    index = next((i for i, s in enumerate(lr.statements) if s is ss), -1)
+    places = hover_view.placements(kr.kernel, lr, preview).get(index, []) if preview else []
+    steady = [p for p in places if p.section == "body"]
+    if steady:
+        p = steady[0]
+        part = (f"In the {_warpgroup(ss, kr.kernel)} warpgroup's loop" if lr.warp_specialized
+                else "Steady state")
+        out.append(f"{part}, right before it: {_calls(p.before)}  \n"
+                   f"right after it: {_calls(p.after)}")
+        out.append(_fence("\n".join(list(p.before) + [p.code] + list(p.after)), "cuda"))
+    others = [p for p in places if p.section != "body"]
+    if others:
+        out.append("\n".join(
+            f"- {_SECTION_NAMES.get(p.section, p.section)} step {p.step}: before "
+            f"{_calls(p.before)} · after {_calls(p.after)}" for p in others))
+    elif steady and not lr.warp_specialized:
+        out.append("Runs only in the steady state.")
+    return _ref_defs(fit("\n\n".join(out) + _config_note(kr)), uri)
 
 
 def buffer_hover(kr: KernelResult, alloc: Optional[Alloc], info: Optional[BufferInfo]) -> str:
@@ -209,7 +336,7 @@ def buffer_hover(kr: KernelResult, alloc: Optional[Alloc], info: Optional[Buffer
                        "_size unknown: some values stay symbolic_")
         else:
             out.append("_not in the shared-memory arena_")
-    return "\n\n".join(out) + _config_note(kr)
+    return fit("\n\n".join(out) + _config_note(kr))
 
 
 def whatif_hover(lr: LoopResult, rows: Sequence[Tuple[int, Dict[str, object]]],
@@ -218,23 +345,25 @@ def whatif_hover(lr: LoopResult, rows: Sequence[Tuple[int, Dict[str, object]]],
     "bytes": int|None, "sync": str, "note": str})."""
     out = [f"**`num_stages`** = {lr.num_stages if lr.num_stages is not None else '?'}"
            + (f" (pipeline depth {lr.depth})" if lr.depth is not None else "")]
-    header = ["num_stages", "stage", "order", "versions", "shared memory", "fits",
-              "sync per iteration"]
+    from tilelint.analysis import hover_view
+    cut = hover_view.cut
+    # Cells are cut so that a row fits WIDTH (the loop hover has the full lists).
+    header = ["num_stages", "stage", "order", "versions", "shared B", "sync per iteration"]
     table = []
     for ns, r in rows:
         b = r.get("bytes")
-        fits = "—" if not isinstance(b, int) or not budget else ("yes" if b <= budget else "**no**")
+        over = isinstance(b, int) and bool(budget) and b > (budget or 0)
         mark = " ◀" if ns == lr.num_stages else ""
-        table.append([f"{ns}{mark}", str(r.get("stage", "—")), str(r.get("order", "—")),
-                      str(r.get("versions", "—")),
-                      "?" if b is None else f"{b} ({render.kib(b)})", fits,
-                      str(r.get("sync", "—"))])
+        table.append([f"{ns}{mark}", cut(str(r.get("stage", "—")), 12),
+                      cut(str(r.get("order", "—")), 12), cut(str(r.get("versions", "—")), 20),
+                      "?" if b is None else f"{b}" + (" **over**" if over else ""),
+                      cut(str(r.get("sync", "—")), 18)])
     if table:
         out.append("What if (same kernel, other `num_stages`):")
         out.append(render.markdown_table(header, table))
     if budget:
         out.append(f"_shared-memory budget of the target: {budget} bytes ({render.kib(budget)})_")
-    return "\n\n".join(out)
+    return fit("\n\n".join(out))
 
 
 def int_text(x: Optional[int]) -> str:

@@ -52,18 +52,26 @@ async def test_hover_pipelined_schedule(client: LanguageClient, gemm_text):
     assert h is not None and h.contents.kind == lsp.MarkupKind.Markdown
     md = h.contents.value
     assert "num_stages = 3" in md
-    # Compiler (sm_80, ns=3): stage [0, 0, 2] → two prologue slots, steady state, two epilogue slots.
-    for row in ("prologue 0", "prologue 1", "steady state", "epilogue 0", "epilogue 1"):
-        assert row in md, md
-    assert "| phase |" in md
-    assert "`A_shared` ×3" in md and "`B_shared` ×3" in md
-    # The emitted sync preview; sm_80 ns=3 waits with wait_group 2, 1, 0 (NOTES.md).
-    assert "```cuda" in md and "cp_async_wait<2>" in md and "cp_async_wait<0>" in md
+    # Compiler (sm_80, ns=3, NOTES.md): depth 3, A_shared and B_shared ×3, 49152 B.
+    assert md.splitlines()[1].startswith("depth 3 · ×3 A_shared B_shared · smem 49152 of ")
+    # One row per statement (stage [0, 0, 2]): the gemm runs iteration k in the
+    # generated loop and n-2, n-1 in the two epilogue steps; its line links to it.
+    assert "| line | statement | stage | order | prologue | steady state | epilogue |" in md
+    gemm_line = gemm_text[:gemm_text.index("T.gemm(A_shared")].count("\n") + 1
+    assert f"| [{gemm_line}][L{gemm_line}] | `T.gemm(" in md, md
+    assert "| 2 | 2 | — | k | n-2, n-1 |" in md
+    assert f"[L{gemm_line}]: {uri}#L{gemm_line}" in md
+    # The steady-state code (wait_group 2 in the loop, NOTES.md); the epilogue's
+    # waits 1, 0 are counted, not shown.
+    assert "```cuda" in md and "cp_async_wait<2>" in md and "cp_async_wait<0>" not in md
+    assert "`cp.async.wait_group` 1, 0" in md
     # The statement under the cursor: T.gemm is stage 2, order 2.
     h = await hover(client, uri, pos_of(gemm_text, "T.gemm(A_shared", offset=2))
     md = h.contents.value
     assert "stage **2** · order **2**" in md, md
     assert "reads:" in md and "`A_shared` (3 versions)" in md
+    # compiler (sm_80): commit; wait_group<2>; __syncthreads; gemm at the loop's end
+    assert "right before it: `cp_async_commit()` `cp_async_wait<2>()` `__syncthreads()`" in md
     h = await hover(client, uri, pos_of(gemm_text, "T.copy(A[", offset=2))
     assert "stage **0** · order **0**" in h.contents.value
     h = await hover(client, uri, pos_of(gemm_text, "T.copy(B[", offset=2))

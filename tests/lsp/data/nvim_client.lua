@@ -1,6 +1,10 @@
 -- Headless Neovim as a real LSP client for tests/test_neovim.py.
 -- Environment: TL_CMD (JSON list: the server command), TL_FILE (file to open),
 -- TL_OUT (where to write the JSON result), TL_HOVER_LINE / TL_HOVER_COL (0-based).
+-- Optional: TL_NO_DIAG_WAIT=1 (a file without findings: do not wait for them),
+-- TL_HOVERS (JSON list of [line, col]): each hover is also rendered the way
+-- Neovim shows it (open_floating_preview with markdown) and the float's lines
+-- and width are recorded in result.rendered.
 local cmd = vim.fn.json_decode(os.getenv("TL_CMD"))
 local file = os.getenv("TL_FILE")
 local out = os.getenv("TL_OUT")
@@ -23,7 +27,9 @@ local ok, err = pcall(function()
   vim.cmd("edit " .. vim.fn.fnameescape(file))
   local buf = vim.api.nvim_get_current_buf()
   vim.lsp.buf_attach_client(buf, client_id)
-  vim.wait(30000, function() return #vim.diagnostic.get(buf) > 0 end, 50)
+  if os.getenv("TL_NO_DIAG_WAIT") ~= "1" then
+    vim.wait(30000, function() return #vim.diagnostic.get(buf) > 0 end, 50)
+  end
   for _, d in ipairs(vim.diagnostic.get(buf)) do
     local code = d.code
     if code == nil and d.user_data and d.user_data.lsp then code = d.user_data.lsp.code end
@@ -43,6 +49,29 @@ local ok, err = pcall(function()
         local c = r.result.contents
         result.hover = type(c) == "table" and (c.value or c) or c
       end
+    end
+  end
+  local hovers = os.getenv("TL_HOVERS")
+  if hovers then
+    vim.o.columns = 240
+    vim.o.lines = 400
+    result.rendered = {}
+    for _, pos in ipairs(vim.fn.json_decode(hovers)) do
+      local p = { textDocument = { uri = vim.uri_from_bufnr(buf) },
+                  position = { line = pos[1], character = pos[2] } }
+      local rs = vim.lsp.buf_request_sync(buf, "textDocument/hover", p, 30000) or {}
+      local entry = { markdown = vim.NIL, lines = {}, width = 0 }
+      for _, r in pairs(rs) do
+        if r.result and r.result.contents then
+          entry.markdown = r.result.contents.value
+          local md = vim.lsp.util.convert_input_to_markdown_lines(r.result.contents)
+          local fbuf, fwin = vim.lsp.util.open_floating_preview(md, "markdown", { max_width = 200 })
+          entry.lines = vim.api.nvim_buf_get_lines(fbuf, 0, -1, false)
+          entry.width = vim.api.nvim_win_get_width(fwin)
+          vim.api.nvim_win_close(fwin, true)
+        end
+      end
+      table.insert(result.rendered, entry)
     end
   end
   vim.lsp.stop_client(client_id)
