@@ -88,6 +88,7 @@ GM_TO_L1_BASE, GM_TO_L1_BW, GM_TO_L1_MIN_II = 190, 100, 64
 GM_TO_UB_BASE, GM_TO_UB_BW, GM_TO_UB_MIN_II = 90, 100, 13
 UB_TO_GM_BASE, UB_TO_GM_BW, UB_TO_GM_MIN_II = 180, 115, 10
 FIX_DUAL_BASE, FIX_DUAL_BW, FIX_ISSUE = 55, 256, 2
+FIX_GM_BASE, FIX_BW = 200, 128
 CUBE_BASE, CUBE_FP32_BASE = 8, 67
 CUBE_THROUGHPUT = {"float16": 8192, "bfloat16": 8192, "float32": 512}
 VALU_BANDWIDTH = 256
@@ -392,6 +393,13 @@ def _copy_cost(st: Stmt, memory: Dict[str, str], allocs: _Allocs, params: _Param
             raise Unmodelled("narrow dual L0C copy")
         b = 2 * _nbytes(shape, dt)
         return FIX_DUAL_BASE + _ceil(b, FIX_DUAL_BW), FIX_ISSUE + _ceil(b, FIX_DUAL_BW)
+    if ms == "L0C" and md == "GM" and not dual:
+        # FixPipe to GM: base 200, 128 B/cycle, 2 cycles of issue per descriptor.
+        shape, dt = allocs[src.buffer]
+        if not _whole(src, shape, env):
+            raise Unmodelled("partial L0C copy")
+        b = _nbytes(shape, dt)
+        return FIX_GM_BASE + _ceil(b, FIX_BW), FIX_ISSUE + _ceil(b, FIX_BW)
     raise Unmodelled(f"copy {ms}->{md}")
 
 
@@ -661,6 +669,7 @@ def cached(inp: SchedulerInput) -> Optional[Solution]:
 def clear_cache() -> None:
     with _CACHE_LOCK:
         _SOLVED.clear()
+        _ROOT_SOLVED.clear()
 
 
 @contextlib.contextmanager
@@ -845,3 +854,157 @@ def schedule_loop(tasks: Sequence[_T], kernel: Kernel, env: Env, memory: Dict[st
                 f"{CHECKED_Z3}, and another solver build may pick another model")
     return AscendSchedule(order, True, note, ii, tuple(x - t0 for x in times),
                           tuple(zip(inp.version_buffers, versions, strict=False)), inp)
+
+
+# --------------------------------------------------------------------------
+# The root list: the kernel body's statements (tasks and whole loops)
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RootInput:
+    """The arguments of the compiler's straight-line scheduler
+    (``z3_schedule_python``) for the kernel body's statements."""
+
+    latencies: Tuple[int, ...]
+    iis: Tuple[int, ...]
+    resource_flags: Tuple[int, ...]
+    data_deps: Tuple[Tuple[int, int, int], ...]  # (i, j, latency)
+    resource_deps: Tuple[Tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
+class RootNode:
+    """One statement of the root list as the scheduler sees it: a task, or a
+    scheduled loop (its tasks in scheduled order, each with the time it
+    finishes producing, relative to the node's start, minus its latency, and
+    the time it starts consuming)."""
+
+    tasks: Tuple[Any, ...]
+    produce: Tuple[int, ...]
+    consume: Tuple[int, ...]
+    task_latency: Tuple[int, ...]
+    latency: int
+    ii: int
+    flags: int
+    hbm: int
+
+
+def _hbm(t: TaskLike, memory: Dict[str, str]) -> int:
+    touches_gm = any(memory.get(a.buffer, "GM") == "GM"
+                     for a in list(t.stmt.reads) + list(t.stmt.writes))
+    return (1 if t.core == "AIC" else 2) if touches_gm else 0
+
+
+def root_task_node(t: TaskLike, kernel: Kernel, env: Env, memory: Dict[str, str]) -> RootNode:
+    """A task of the root list; raises :class:`Unmodelled` outside the cost model."""
+    if t.pipe not in PIPE_BITS:
+        raise Unmodelled(f"pipe {t.pipe}")
+    latency, ii = task_cost(t, kernel, env, memory, _alloc_info(kernel, env),
+                            _param_shapes(kernel, env))
+    return RootNode((t,), (0,), (0,), (latency,), latency, ii, PIPE_BITS[t.pipe],
+                    _hbm(t, memory))
+
+
+def root_loop_node(tasks: Sequence[TaskLike], sched: AscendSchedule, trip: int,
+                   memory: Dict[str, str]) -> RootNode:
+    """A scheduled loop (``tasks`` in source order) as one node of the root
+    list: its latency is the last task's end in one iteration plus II per
+    further iteration (the node's II is the same), its pipes and GM ports the
+    union of its tasks'.  A producer inside it finishes its last iteration
+    (trip - 1) * II later than its start time."""
+    if sched.ii is None or sched.input is None or len(sched.start_times) != len(tasks):
+        raise Unmodelled("a loop without start times")
+    inp = sched.input
+    ii = sched.ii
+    order = sched.order
+    end = max(sched.start_times[i] + inp.latencies[i] for i in order)
+    latency = end + ii * (max(trip, 1) - 1)
+    flags = hbm = 0
+    for i in order:
+        flags |= inp.resource_flags[i]
+        hbm |= _hbm(tasks[i], memory)
+    return RootNode(tuple(tasks[i] for i in order),
+                    tuple((max(trip, 1) - 1) * ii + sched.start_times[i] for i in order),
+                    tuple(sched.start_times[i] for i in order),
+                    tuple(inp.latencies[i] for i in order), latency, latency, flags, hbm)
+
+
+def build_root_input(nodes: Sequence[RootNode], conflict: Conflict[Any]) -> RootInput:
+    """The root scheduler's arguments.  A dependency per pair of nodes and
+    storage (in the order the compiler meets them: writes x reads, writes x
+    writes, reads x writes), its latency the largest over the conflicting task
+    pairs of (producer's end) - (consumer's start)."""
+    n = len(nodes)
+    deps: List[Tuple[int, int, int]] = []
+    for i in range(n):
+        for j in range(i + 1, n):
+            latency: Dict[str, int] = {}
+            first: List[Tuple[Tuple[int, int, int, int, int], str]] = []
+            for pi, a in enumerate(nodes[i].tasks):
+                for ci, b in enumerate(nodes[j].tasks):
+                    bufs = [buf for buf, _ in conflict(a, b, False)]
+                    for buf in bufs:
+                        key = _consider_key(a, b, buf)
+                        first.append(((key[0], pi, key[1], ci, 0), buf))
+                        lat = (nodes[i].produce[pi] + nodes[i].task_latency[pi]
+                               - nodes[j].consume[ci])
+                        latency[buf] = max(latency.get(buf, 0), lat)
+            seen: Set[str] = set()
+            for _, buf in sorted(first, key=lambda x: x[0]):
+                if buf not in seen:
+                    seen.add(buf)
+                    deps.append((i, j, latency[buf]))
+    res = []
+    for i in range(n):
+        for j in range(i + 1, n):
+            if (nodes[i].flags & nodes[j].flags) or (nodes[i].hbm & nodes[j].hbm):
+                res.append((i, j))
+    return RootInput(tuple(x.latency for x in nodes), tuple(x.ii for x in nodes),
+                     tuple(x.flags for x in nodes), tuple(deps), tuple(res))
+
+
+_ROOT_SOLVED: "Dict[RootInput, Tuple[int, ...]]" = {}
+
+
+def solve_root(inp: RootInput) -> Optional[Tuple[int, ...]]:
+    """Start times of the root list, None without z3.  The compiler's program:
+    start times >= 0, data dependencies, a before/after choice per resource
+    pair, and the makespan minimised by ``z3.Optimize`` in a fresh context."""
+    with _CACHE_LOCK:
+        hit = _ROOT_SOLVED.get(inp)
+    if hit is not None:
+        return hit
+    try:
+        import z3
+    except Exception:
+        return None
+    n = len(inp.latencies)
+    with _SOLVE_LOCK:
+        ctx = z3.Context()
+        solver = z3.Optimize(ctx=ctx)
+        solver.set("rlimit", 1000000)
+        starts = [z3.Int(f"start_{i}", ctx) for i in range(n)]
+        for var in starts:
+            solver.add(var >= 0)
+        for i, j, latency in inp.data_deps:
+            solver.add(starts[j] >= starts[i] + latency)
+        for i, j in inp.resource_deps:
+            if i < j:
+                first = z3.Bool(f"O_{i}_{j}", ctx)
+                solver.add(z3.Implies(first, starts[j] >= starts[i] + inp.iis[i]))
+                solver.add(z3.Implies(z3.Not(first), starts[i] >= starts[j] + inp.iis[j]))
+        makespan = z3.Int("makespan", ctx)
+        for i in range(n):
+            solver.add(makespan >= starts[i] + inp.latencies[i])
+        solver.add(makespan >= 0)
+        solver.minimize(makespan)
+        if solver.check() != z3.sat:
+            return None
+        model = solver.model()
+        out = tuple(model.eval(starts[i]).as_long() for i in range(n))
+    with _CACHE_LOCK:
+        _ROOT_SOLVED[inp] = out
+        while len(_ROOT_SOLVED) > _SOLVED_MAX:
+            _ROOT_SOLVED.pop(next(iter(_ROOT_SOLVED)))
+    return out

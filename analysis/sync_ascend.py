@@ -28,7 +28,13 @@ What tilelang 0.1.15 does on Ascend (``src/ascend/transform/insert_sync.cc``,
   by ``gemm_l1``); more than 32 spilled ids is a compiler error.
 
 The task order inside a loop is the auto-scheduler's (a Z3 model), and it
-decides which dependencies survive pruning.  ``schedule_ascend`` reproduces
+decides which dependencies survive pruning.  Every pipelined loop of the
+statement list holding the first one is scheduled on its own; the list itself
+(tasks and whole loops, a loop costing its last task's end plus II per further
+iteration) goes through the compiler's straight-line scheduler, which
+minimises the makespan and may move a copy-out past a later loop.  Flag ids
+are allocated over the whole kernel (the widest rings first) and every
+loop-carried flag is primed at kernel entry.  ``schedule_ascend`` reproduces
 it: the compiler's cost model for latency/II, its dependency and resource
 lists, and the same constraint program through Z3.  When an input is outside
 that model (or z3-solver is missing) the order is predicted by dependency
@@ -62,7 +68,16 @@ from .model import (
     TupleExpr,
     walk_stmts,
 )
-from .schedule_ascend import AscendSchedule, schedule_loop
+from .schedule_ascend import (
+    AscendSchedule,
+    RootInput,
+    Unmodelled,
+    build_root_input,
+    root_loop_node,
+    root_task_node,
+    schedule_loop,
+    solve_root,
+)
 from .values import Env
 
 INTRA_CORE_FLAGS = 8
@@ -111,6 +126,7 @@ class Task:
     reads: Dict[str, Tuple[str, ...]] = field(default_factory=dict)  # buffer -> index keys
     writes: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
     gemm_l1: bool = False
+    loop_id: int = -1  # which pipelined loop of the root list (-1: none)
 
 
 @dataclass
@@ -149,11 +165,15 @@ class SyncCall:
     blocking: bool = True  # lock: BLOCK (wait side) or NON_BLOCK (set side)
     task: int = -1  # the task it is emitted next to (-1: kernel entry/exit)
     after: bool = False  # emitted after that task (else before it)
+    loop_id: int = -1  # the pipelined loop it sits in (where == "loop")
+    extent: int = 1  # that loop's trip count
 
-    def ids(self, extent: int) -> Tuple[int, ...]:
+    def ids(self) -> Tuple[int, ...]:
+        """The ids it takes over its loop."""
         if self.where != "loop" or self.versions <= 1:
             return (self.base,)
-        return tuple(sorted({k % self.versions + self.base for k in range(max(extent, 1))}))
+        return tuple(sorted({k % self.versions + self.base
+                             for k in range(max(self.extent, 1))}))
 
 
 @dataclass
@@ -171,8 +191,12 @@ class AscendPlan:
     mutex_used: int
     cross_core_failed: bool
     version_range: Tuple[Tuple[str, int, int], ...] = ()
-    schedule: Optional[AscendSchedule] = None
-    source_order: Tuple[int, ...] = ()  # loop tasks (scheduled order) -> source position
+    schedule: Optional[AscendSchedule] = None  # the first loop's
+    source_order: Tuple[int, ...] = ()  # first loop's tasks (scheduled order) -> source position
+    units: List["LoopUnit"] = field(default_factory=list)  # every pipelined loop, in source order
+    root_note: str = ""  # why the kernel body's order is not the scheduler's ("" when it is)
+    root_input: Optional[RootInput] = None  # the root list's scheduler input
+    root_times: Tuple[int, ...] = ()  # and its start times
 
 
 # --------------------------------------------------------------------------
@@ -475,7 +499,8 @@ def _levels(tasks: List[Task], memory: Dict[str, str], tainted: Set[str]) -> Lis
 
 def analyze_ascend(kernel: Kernel, env: Env, loops: Sequence[Loop] = ()
                    ) -> Tuple[AscendResult, List[Diagnostic]]:
-    """Ascend sync analysis of ``kernel`` (its first pipelined loop)."""
+    """Ascend sync analysis of ``kernel``: every pipelined loop of the
+    statement list holding the first one, and that list's own statements."""
     try:
         plan = plan_ascend(kernel, env, loops)
     except Exception:  # never take the editor down
@@ -493,7 +518,7 @@ def analyze_ascend(kernel: Kernel, env: Env, loops: Sequence[Loop] = ()
 
 def _statements(plan: "AscendPlan") -> Tuple[AscendStatement, ...]:
     sched = plan.schedule
-    body = [t for t in plan.tasks if t.region == "loop"]
+    body = [t for t in plan.tasks if t.region == "loop" and t.loop_id == 0]
     out = []
     for pos, t in enumerate(body):
         src = plan.source_order[pos] if pos < len(plan.source_order) else pos
@@ -508,40 +533,65 @@ def _statements(plan: "AscendPlan") -> Tuple[AscendStatement, ...]:
     return tuple(out)
 
 
-def plan_ascend(kernel: Kernel, env: Env, loops: Sequence[Loop] = ()) -> Optional[AscendPlan]:
-    memory = buffer_memory(kernel)
-    loop, pre_stmts, post_stmts, _ = _pipelined_loop(kernel, loops)
-    if loop is None:
+@dataclass
+class LoopUnit:
+    """One pipelined loop of the root list, scheduled."""
+
+    loop: Loop
+    loop_id: int  # source position among the root list's pipelined loops
+    src_body: List[Task]
+    body: List[Task]  # scheduled order
+    schedule: AscendSchedule
+    extent: int
+    tainted: Set[str]
+    source_order: Tuple[int, ...]
+
+
+def _root_list(kernel: Kernel, loops: Sequence[Loop]) -> Tuple[List[Stmt], List[Stmt]]:
+    """The statement list holding the first pipelined loop (the kernel body,
+    or the body of the construct around the loop) and its pipelined loops."""
+    _, _, _, first = _pipelined_loop(kernel, loops)
+    if first is None:
+        return list(kernel.body), []
+
+    def find(stmts: Sequence[Stmt]) -> Optional[Sequence[Stmt]]:
+        if any(s is first for s in stmts):
+            return stmts
+        for s in stmts:
+            r = find(s.children)
+            if r is not None:
+                return r
         return None
+
+    container = list(find(kernel.body) or [first])
+    spans = {lp.span for lp in loops}
+    units = [s for s in container if s.loop is not None and (
+        s is first or s.loop.kind == "pipelined" and (not spans or s.loop.span in spans))]
+    return container, units
+
+
+def _plan_loop(loop: Loop, loop_id: int, kernel: Kernel, env: Env, memory: Dict[str, str],
+               annotated: Dict[str, int], versions: Dict[str, int],
+               ranges: List[Tuple[str, int, int]], loop_bufs: List[str]) -> Tuple[LoopUnit, bool]:
+    """Schedule one pipelined loop; fills ``versions``/``ranges``/``loop_bufs``.
+    Returns the unit and whether its versions are the compiler's."""
     start = env.eval_int(loop.start) if loop.start is not None else 0
     stop = env.eval_int(loop.stop)
     extent = (stop - (start or 0)) if stop is not None else 1 << 20
     num_stages = env.eval_int(loop.num_stages) if loop.num_stages is not None else None
     tainted = _loop_tainted(loop)
-
-    def tasks_of(stmts: Sequence[Stmt], region: str) -> List[Task]:
-        out = []
-        for s in stmts:
-            t = _make_task(s, memory, region)
-            if t is not None:
-                out.append(t)
-        return out
-
-    pre = tasks_of(pre_stmts, "pre")
-    src_body = tasks_of(loop.body, "loop")
-    post = tasks_of(post_stmts, "post")
-
-    # -- versions and eligibility (source order) ----------------------------
-    annotated = annotated_versions(kernel, env)
-    loop_bufs = []
+    src_body = [t for t in (_make_task(s, memory, "loop") for s in loop.body) if t is not None]
+    for t in src_body:
+        t.loop_id = loop_id
+    own: List[str] = []
     for t in src_body:
         for b in list(t.writes) + list(t.reads):
-            if _mem(b, memory) not in ("GM", "REG") and b not in loop_bufs:
-                loop_bufs.append(b)
+            if _mem(b, memory) not in ("GM", "REG") and b not in own:
+                own.append(b)
     # A buffer is multi-buffer eligible when the loop writes it before any
     # read in the same iteration (it is fully redefined each iteration).
     eligible = []
-    for b in loop_bufs:
+    for b in own:
         first = next((t for t in src_body if b in t.writes or b in t.reads), None)
         if first is not None and b in first.writes and b not in first.reads:
             eligible.append(b)
@@ -573,15 +623,12 @@ def plan_ascend(kernel: Kernel, env: Env, loops: Sequence[Loop] = ()) -> Optiona
     else:
         body = _levels(src_body, memory, tainted)
     source_order = tuple(next(i for i, u in enumerate(src_body) if u is t) for t in body)
-    tasks = pre + body + post
-    for i, t in enumerate(tasks):
-        t.index = i
 
     chosen = dict(schedule.versions)
-    versions: Dict[str, int] = {}
     exact = True
-    ranges: List[Tuple[str, int, int]] = []
-    for b in loop_bufs:
+    for b in own:
+        if b not in loop_bufs:
+            loop_bufs.append(b)
         if b in annotated:
             versions[b] = annotated[b]
         elif b in eligible and b in chosen:
@@ -593,29 +640,109 @@ def plan_ascend(kernel: Kernel, env: Env, loops: Sequence[Loop] = ()) -> Optiona
             versions[b] = hi
         else:
             versions[b] = 1
+    return LoopUnit(loop, loop_id, src_body, body, schedule, extent, tainted,
+                    source_order), exact
+
+
+def _root_order(nodes: List[Union[Task, LoopUnit]], kernel: Kernel, env: Env,
+                memory: Dict[str, str], unseen: List[str]
+                ) -> Tuple[List[int], str, Optional[RootInput], Tuple[int, ...]]:
+    """The root list's order (indices into ``nodes``): the compiler's
+    makespan-minimising schedule when every node is modelled, else the source
+    order, with the reason; and the scheduler's input and start times."""
+    n = len(nodes)
+    src = list(range(n))
+    if n <= 1:
+        return src, "", None, ()
+    if unseen:
+        return src, (f"the kernel body's order is the source order "
+                     f"({unseen[0]} is not modelled)"), None, ()
+    try:
+        rnodes = []
+        for x in nodes:
+            if isinstance(x, LoopUnit):
+                rnodes.append(root_loop_node(x.src_body, x.schedule, x.extent, memory))
+            else:
+                rnodes.append(root_task_node(x, kernel, env, memory))
+        inp = build_root_input(rnodes, lambda a, b, cross: _conflict(a, b, memory, False, set()))
+    except Unmodelled as exc:
+        return src, f"the kernel body's order is the source order ({exc})", None, ()
+    times = solve_root(inp)
+    if times is None:
+        return src, "the kernel body's order is the source order (no z3-solver)", inp, ()
+    return sorted(range(n), key=lambda i: (times[i], i)), "", inp, times
+
+
+def plan_ascend(kernel: Kernel, env: Env, loops: Sequence[Loop] = ()) -> Optional[AscendPlan]:
+    memory = buffer_memory(kernel)
+    container, loop_stmts = _root_list(kernel, loops)
+    if not loop_stmts:
+        return None
+    annotated = annotated_versions(kernel, env)
+    versions: Dict[str, int] = {}
+    ranges: List[Tuple[str, int, int]] = []
+    loop_bufs: List[str] = []
+    exact = True
+    nodes: List[Union[Task, LoopUnit]] = []
+    units: List[LoopUnit] = []
+    unseen: List[str] = []
+    for s in container:
+        if any(s is ls for ls in loop_stmts) and s.loop is not None:
+            unit, ok = _plan_loop(s.loop, len(units), kernel, env, memory, annotated,
+                                  versions, ranges, loop_bufs)
+            exact = exact and ok
+            units.append(unit)
+            nodes.append(unit)
+            continue
+        t = _make_task(s, memory, "pre")
+        if t is not None:
+            nodes.append(t)
+        elif s.kind in ("call", "loop", "serial", "macro", "if", "bind"):
+            label = s.label if len(s.label) <= 40 else s.label[:39] + "…"
+            unseen.append(f"`{label}`")
+    order, root_note, root_input, root_times = _root_order(nodes, kernel, env, memory, unseen)
+    tasks: List[Task] = []
+    seen_loop = False
+    for i in order:
+        x = nodes[i]
+        if isinstance(x, LoopUnit):
+            tasks.extend(x.body)
+            seen_loop = True
+        else:
+            x.region = "post" if seen_loop else "pre"
+            tasks.append(x)
+    for i, t in enumerate(tasks):
+        t.index = i
+    first = units[0]
+
     # -- loop level ---------------------------------------------------------
     points: List[SyncPoint] = []
-    loop_points = _collect(body, memory, tainted, versions, "loop")
-    max_distance = max([1] + [p.distance for p in loop_points])
-    loop_closure = Closure()
-    _same_pipe_edges(loop_closure, body, max_distance)
-    emitted = _optimise(loop_points, loop_closure, max_distance)
-    _optimise_versions(emitted, loop_closure, extent)
-    points.extend(emitted)
+    closures: List[Closure] = []
+    for u in units:
+        loop_points = _collect(u.body, memory, u.tainted, versions, "loop")
+        max_distance = max([1] + [p.distance for p in loop_points])
+        closure = Closure()
+        _same_pipe_edges(closure, u.body, max_distance)
+        emitted = _optimise(loop_points, closure, max_distance)
+        _optimise_versions(emitted, closure, u.extent)
+        points.extend(emitted)
+        closures.append(closure)
     # -- root level ---------------------------------------------------------
-    root_points = _collect_root(pre, body, post, memory, tainted)
+    root_points = _collect_root(tasks, memory)
     root_closure = Closure()
-    for e in loop_closure.edges():
-        if e[2] == 0:
-            root_closure.saturate(e, 0)
-    _same_pipe_edges(root_closure, tasks, 0, loop_region_first=True)
+    for closure in closures:
+        for e in closure.edges():
+            if e[2] == 0:
+                root_closure.saturate(e, 0)
+    _same_pipe_edges(root_closure, tasks, 0)
     points.extend(_optimise(root_points, root_closure, 0))
 
     # -- flag allocation ----------------------------------------------------
+    extents = {u.loop_id: u.extent for u in units}
     allocations, cross_failed = _allocate(points, tasks)
-    calls = _materialize(points, allocations, tasks)
+    calls = _materialize(points, allocations, tasks, extents)
     gemm_l1 = any(t.gemm_l1 for t in tasks)
-    calls, events, spilled, mutex_used = _rewrite_flag_to_buf(calls, extent, gemm_l1)
+    calls, events, spilled, mutex_used = _rewrite_flag_to_buf(calls, gemm_l1)
     barriers = tuple(sorted({c.pipes[0] for c in calls if c.name == "barrier"}))
     cross: Set[int] = set()
     for a in allocations:
@@ -624,6 +751,8 @@ def plan_ascend(kernel: Kernel, env: Env, loops: Sequence[Loop] = ()) -> Optiona
     alloc_order = [a.name for a in kernel.allocs]
     loop_bufs.sort(key=lambda b: alloc_order.index(b) if b in alloc_order else len(alloc_order))
     ranges.sort(key=lambda r: alloc_order.index(r[0]) if r[0] in alloc_order else len(alloc_order))
+    schedule = first.schedule
+    notes = [n for n in (schedule.reason, root_note) if n]
     result = AscendResult(
         versions=tuple((b, versions[b]) for b in loop_bufs),
         versions_exact=exact,
@@ -632,13 +761,13 @@ def plan_ascend(kernel: Kernel, env: Env, loops: Sequence[Loop] = ()) -> Optiona
         pipe_barriers=barriers,
         cross_core_slots=len(cross),
         mutex_ids=mutex_used,
-        schedule_exact=schedule.exact,
-        schedule_note=schedule.reason,
+        schedule_exact=schedule.exact and not root_note,
+        schedule_note="; ".join(notes),
         ii=schedule.ii if schedule.exact else None,
     )
-    return AscendPlan(result, tasks, points, allocations, calls, loop, loop.var, extent,
-                      events, spilled, mutex_used, cross_failed, tuple(ranges), schedule,
-                      source_order)
+    return AscendPlan(result, tasks, points, allocations, calls, first.loop, first.loop.var,
+                      first.extent, events, spilled, mutex_used, cross_failed, tuple(ranges),
+                      schedule, first.source_order, units, root_note, root_input, root_times)
 
 
 def _collect(body: List[Task], memory: Dict[str, str], tainted: Set[str],
@@ -662,13 +791,13 @@ def _collect(body: List[Task], memory: Dict[str, str], tainted: Set[str],
     return out
 
 
-def _collect_root(pre: List[Task], body: List[Task], post: List[Task], memory: Dict[str, str],
-                  tainted: Set[str]) -> List[SyncPoint]:
+def _collect_root(seq: List[Task], memory: Dict[str, str]) -> List[SyncPoint]:
+    """Same-pass hazards of the root list (``seq`` in program order), except
+    those inside one loop (the loop level has them)."""
     out = []
-    seq = pre + body + post
     for i, a in enumerate(seq):
         for b in seq[i + 1:]:
-            if a.region == "loop" and b.region == "loop":
+            if a.region == "loop" and b.region == "loop" and a.loop_id == b.loop_id:
                 continue
             for buf, kind in _conflict(a, b, memory, False, set()):
                 out.append(SyncPoint((a.index, False), (b.index, True), 0, 1, "root", buf, kind))
@@ -813,7 +942,7 @@ def _cross_core_ring(p: SyncPoint, allocations: List[Allocation], points: List[S
 
 
 def _materialize(points: List[SyncPoint], allocations: List[Allocation],
-                 tasks: List[Task]) -> List[SyncCall]:
+                 tasks: List[Task], extents: Dict[int, int]) -> List[SyncCall]:
     before: Dict[int, List[SyncCall]] = {}
     after: Dict[int, List[SyncCall]] = {}
 
@@ -891,8 +1020,10 @@ def _materialize(points: List[SyncPoint], allocations: List[Allocation],
                 suffix.append(SyncCall("intra_wait", AIV, (cp,), a.base + v, 1, "suffix"))
     out: List[SyncCall] = list(prefix)
     for t in tasks:
-        out.extend(before.get(t.index, ()))
-        out.extend(after.get(t.index, ()))
+        for c in before.get(t.index, []) + after.get(t.index, []):
+            if c.where == "loop":
+                c = replace(c, loop_id=t.loop_id, extent=extents.get(t.loop_id, 1))
+            out.append(c)
     out.extend(suffix)
     return out
 
@@ -923,12 +1054,12 @@ def _knapsack_keep(blocks: List[Tuple[int, int]]) -> List[bool]:
     return kept
 
 
-def _call_range(c: SyncCall, extent: int) -> Tuple[int, int]:
-    ids = c.ids(extent)
+def _call_range(c: SyncCall) -> Tuple[int, int]:
+    ids = c.ids()
     return ids[0], ids[-1]
 
 
-def _rewrite_flag_to_buf(calls: List[SyncCall], extent: int, gemm_l1: bool
+def _rewrite_flag_to_buf(calls: List[SyncCall], gemm_l1: bool
                          ) -> Tuple[List[SyncCall], Dict[str, Tuple[int, bool]],
                                     List[Tuple[str, int, int, int]], int]:
     """Apply RewriteFlagToBuf; per core (each core's code is its own flag space
@@ -941,7 +1072,7 @@ def _rewrite_flag_to_buf(calls: List[SyncCall], extent: int, gemm_l1: bool
             if ev not in ranges:
                 order.append(ev)
                 ranges[ev] = []
-            ranges[ev].append(_call_range(c, extent))
+            ranges[ev].append(_call_range(c))
     mutex = GEMM_L1_MUTEX_IDS if gemm_l1 else 0
     assign: Dict[str, List[Tuple[int, int, bool, int]]] = {}
     events: Dict[str, Tuple[int, bool]] = {}
@@ -980,7 +1111,7 @@ def _rewrite_flag_to_buf(calls: List[SyncCall], extent: int, gemm_l1: bool
         if c.name not in ("notify", "wait") or ev not in assign:
             new_calls.append(c)
             continue
-        lo, hi = _call_range(c, extent)
+        lo, hi = _call_range(c)
         blk = next(b for b in assign[ev] if b[0] <= lo and hi <= b[1])
         base = c.base + blk[3]
         if blk[2]:
@@ -1085,7 +1216,7 @@ def render_ascend_preview(kernel: Kernel, env: Env, loops: Sequence[Loop] = (),
         plan = plan_ascend(kernel, env, loops)
     if plan is None:
         return ""
-    var, ext = plan.loop_var, plan.extent
+    loop_of = {u.loop_id: (u.loop.var, u.extent) for u in plan.units}
     lines: List[str] = []
     cores = [c for c in (AIC, AIV) if any(t.core == c for t in plan.tasks)]
     for core in cores:
@@ -1101,15 +1232,18 @@ def render_ascend_preview(kernel: Kernel, env: Env, loops: Sequence[Loop] = (),
             items.append(t)
             items.extend(c for c in calls if c.task == t.index and c.after)
         items.extend(c for c in calls if c.task < 0 and c.where != "prefix")
-        loop_open = False
+        open_loop = -1
+        var, ext = plan.loop_var, plan.extent
         for obj in items:
             where = obj.where if isinstance(obj, SyncCall) else obj.region
-            if where == "loop" and not loop_open:
-                lines.append(f"for (int32_t {var} = 0; {var} < {ext}; ++{var}) {{")
-                loop_open = True
-            elif where != "loop" and loop_open:
-                lines.append("}")
-                loop_open = False
+            lid = obj.loop_id if where == "loop" else -1
+            if lid != open_loop:
+                if open_loop >= 0:
+                    lines.append("}")
+                if lid >= 0:
+                    var, ext = loop_of.get(lid, (plan.loop_var, plan.extent))
+                    lines.append(f"for (int32_t {var} = 0; {var} < {ext}; ++{var}) {{")
+                open_loop = lid
             ind = "  " if where == "loop" else ""
             if isinstance(obj, Task):
                 t = obj
@@ -1127,7 +1261,7 @@ def render_ascend_preview(kernel: Kernel, env: Env, loops: Sequence[Loop] = (),
             else:
                 for ln in text.splitlines():
                     lines.append(ind + ln)
-        if loop_open:
+        if open_loop >= 0:
             lines.append("}")
     return "\n".join(lines) + ("\n" if lines else "")
 
@@ -1144,5 +1278,5 @@ def call_sequence(plan: AscendPlan) -> List[Tuple[str, str, Tuple[str, ...], Tup
                     "barrier": "asc_sync_pipe", "intra_arrive": "asc_sync_intra_arrive",
                     "intra_wait": "asc_sync_intra_wait", "lock": "asc_lock"}[c.name]
             out.append((core, name, tuple("PIPE_" + p for p in c.pipes),
-                        c.ids(plan.extent)))
+                        c.ids()))
     return out

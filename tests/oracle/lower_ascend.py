@@ -151,6 +151,7 @@ def summarize(calls, lock_modes=()) -> Dict[str, object]:
 
 
 _SCHEDULER_CALLS: List[Dict[str, object]] = []
+_ROOT_CALLS: List[Dict[str, object]] = []
 
 
 def _ints(x):
@@ -186,6 +187,21 @@ def _record_scheduler() -> None:
 
     tvm_ffi.register_global_func("tl.transform.z3_schedule_loop_python", recorded,
                                  override=True)
+
+    # The straight-line scheduler of the root list (and other ordered lists).
+    root_inner = z3_scheduler.z3_schedule_ffi
+    root_names = ("latencies", "iis", "resource_flags", "data_deps", "resource_deps",
+                  "owner_exclusion_deps", "pipe_order_deps")
+
+    def recorded_root(*args):
+        result = root_inner(*args)
+        call = {n: _ints(a) for n, a in zip(root_names, args, strict=False)}
+        call["start_times"] = _ints(result)
+        _ROOT_CALLS.append(call)
+        return result
+
+    tvm_ffi.register_global_func("tl.transform.z3_schedule_python", recorded_root,
+                                 override=True)
     _record_scheduler.done = True
 
 
@@ -194,6 +210,7 @@ def lower_file(path: str, factory: str = "kernel") -> Dict[str, object]:
     import tilelang.ascend  # noqa: F401
     _record_scheduler()
     _SCHEDULER_CALLS.clear()
+    _ROOT_CALLS.clear()
     spec = importlib.util.spec_from_file_location("ascend_fixture", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -207,13 +224,14 @@ def lower_file(path: str, factory: str = "kernel") -> Dict[str, object]:
         lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("  File")]
         msg = next((ln for ln in lines if "Check failed" in ln or "Error" in ln), lines[-1] if lines else "")
         return {"path": path, "error": msg.strip(), "error_text": "\n".join(lines[-20:]),
-                "seconds": time.time() - t0, "scheduler": list(_SCHEDULER_CALLS)}
+                "seconds": time.time() - t0, "scheduler": list(_SCHEDULER_CALLS),
+                "root_scheduler": list(_ROOT_CALLS)}
     src = art.kernel_source
     ex = extract(src)
     calls = ex["calls"]
     out = {"path": path, "error": None, "seconds": time.time() - t0,
            "calls": [list(c[:2]) + [list(c[2]), list(c[3]), c[4]] for c in calls],
-           "scheduler": list(_SCHEDULER_CALLS)}
+           "scheduler": list(_SCHEDULER_CALLS), "root_scheduler": list(_ROOT_CALLS)}
     out.update(summarize(calls, ex["lock_modes"]))
     out["source"] = src
     return out
