@@ -165,49 +165,6 @@ def kib(n: Optional[int]) -> str:
     return f"{n / 1024:.1f} KiB"
 
 
-def schedule_rows(lr: LoopResult) -> List[List[str]]:
-    """The modulo schedule as rows: phase, then one cell per statement.
-
-    InjectSoftwarePipeline emits statement s of stage st for logical iteration
-    (slot - st); prologue slots are 0..max_stage-1, the steady state is one
-    generic slot k, the epilogue the last max_stage slots.
-    """
-    # (order, stage) of each staged statement, in order.
-    ordered = sorted(((s.order if s.order is not None else 0, s.stage)
-                      for s in lr.statements if s.stage is not None), key=lambda p: p[0])
-    if not ordered:
-        return []
-    max_stage = max(stage for _, stage in ordered)
-    rows: List[List[str]] = []
-    for slot in range(max_stage):
-        cells = []
-        for _, stage in ordered:
-            it = slot - stage
-            cells.append(f"iteration {it}, stage {stage}" if it >= 0 else "—")
-        rows.append([f"prologue {slot}"] + cells)
-    cells = []
-    for _, stage in ordered:
-        off = max_stage - stage
-        when = "k" if off == 0 else f"k+{off}"
-        cells.append(f"iteration {when}, stage {stage}")
-    rows.append(["steady state (k)"] + cells)
-    for slot in range(max_stage):
-        cells = []
-        for _, stage in ordered:
-            # Epilogue slot e runs stage s on iteration n + e - s, which exists
-            # only while e < s.
-            left = stage - slot
-            cells.append(f"iteration n-{left}, stage {stage}" if left > 0 else "—")
-        rows.append([f"epilogue {slot}"] + cells)
-    return rows
-
-
-def schedule_header(lr: LoopResult) -> List[str]:
-    stmts = [s for s in lr.statements if s.stage is not None]
-    ordered = sorted(stmts, key=lambda s: (s.order if s.order is not None else 0))
-    return ["phase"] + [_short(s.stmt.label) for s in ordered]
-
-
 def _short(label: str, width: int = 28) -> str:
     return label if len(label) <= width else label[: width - 1] + "…"
 
@@ -309,6 +266,11 @@ def explain_text(analysis: Analysis) -> str:
                                  ("epilogue", lr.epilogue_sync)):
                 if region is not None:
                     out.append(f"    sync {what}: {loop_sync_text(region)}")
+            preview = cuda_preview(kr, lr, analysis.target)
+            if preview:
+                # the whole code the hover shortens to its steady state
+                out.append("    CUDA sync (preview):")
+                out.extend("      " + ln for ln in preview.rstrip("\n").splitlines())
         if kr.buffers:
             out.append(f"  shared memory: {shared_text(kr, target=analysis.target)}"
                        + (f"; arena without reuse {kr.no_reuse_bytes} B"
@@ -329,6 +291,14 @@ def explain_text(analysis: Analysis) -> str:
             # 1-based column, as ``tilelint check`` prints it.
             out.append(f"  {d.span.line}:{d.span.col + 1}: {d.code} [{d.severity}] {d.message}")
     return "\n".join(out) + "\n"
+
+
+def cuda_preview(kr: KernelResult, lr: LoopResult, target: str = "sm_80") -> str:
+    """``sync_cuda.render_preview`` of a pipelined CUDA loop ("" otherwise)."""
+    if not lr.pipelined or kr.kernel.dialect != "cuda":
+        return ""
+    from .sync_cuda import render_preview
+    return render_preview(kr.kernel, lr, target=target)
 
 
 def loop_sync_text(s: LoopSync) -> str:

@@ -60,14 +60,7 @@ def sync_summary(lr: LoopResult) -> str:
 
 def sync_preview(kr: "KernelResult", lr: "LoopResult", target: str = "sm_80") -> Optional[str]:
     """The emitted sync code for the loop (``sync_cuda.render_preview``)."""
-    if not lr.pipelined or kr.kernel.dialect != "cuda":
-        return None
-    try:
-        from tilelint.analysis import sync_cuda
-        text = sync_cuda.render_preview(kr.kernel, lr, target=target)
-    except Exception:
-        return None
-    return str(text) if text else None
+    return render.cuda_preview(kr, lr, target) or None
 
 
 # --------------------------------------------------------------------------
@@ -103,7 +96,7 @@ def fit(md: str, width: int = WIDTH) -> str:
         else:
             hard = line.endswith("  ")
             indent = "  " if line.startswith("- ") else ""
-            parts = textwrap.wrap(line, width, subsequent_indent=indent,
+            parts = textwrap.wrap(line, width - (2 if hard else 0), subsequent_indent=indent,
                                   break_long_words=False, break_on_hyphens=False)
             if hard and parts:
                 parts[-1] += "  "
@@ -144,11 +137,11 @@ def ascend_loop_hover(kr: "KernelResult", lr: "LoopResult") -> str:
                    + ("" if asc.versions_exact else
                       " (not all fixed: the scheduler picks the rest, at most num_stages)"))
     if asc.hard_events:
-        # three events a line, so that no entry is split over two lines
+        # two events a line, so that no entry is split over two lines
         events = [f"`{ev}` {n}" + (" **spilled to locks**" if sp else "")
                   for ev, n, sp in asc.hard_events]
         out.append("Flags per hard event: " + ",  \n".join(
-            ", ".join(events[i:i + 3]) for i in range(0, len(events), 3))
+            ", ".join(events[i:i + 2]) for i in range(0, len(events), 2))
             + f"  \ncross-core slots {asc.cross_core_slots} of 16; mutex ids {asc.mutex_ids} of 32")
     if asc.preview:
         out.append("Emitted sync (preview):\n\n" + _fence(asc.preview, "cpp"))
