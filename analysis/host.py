@@ -451,6 +451,11 @@ class ParseCache:
         self.hits = 0
         self.misses = 0
 
+    def peek(self, text: str, aliases: frontend.Aliases) -> Optional[frontend.ChunkModel]:
+        """The model kept for a text, wherever it sits (None: none kept)."""
+        hit = self._items.get((text, aliases))
+        return None if hit is None else hit[1]
+
     def get(self, text: str, start_line: int, aliases: frontend.Aliases,
             memo: Optional[Dict[int, Any]] = None) -> frontend.ChunkModel:
         """The chunk's model at ``start_line``; a model cached elsewhere is
@@ -633,6 +638,54 @@ class _Index:
     toplevel_stmts: List[FuncStmt] = dataclasses.field(default_factory=list)
     # relevant_toplevel's tables: (chunks with a test or loop, name → writers)
     _writers: Optional[Tuple[Set[int], Dict[str, List[int]]]] = None
+    _texts: Optional[Counter] = None
+    _changes: Dict[int, Tuple[Counter, List[str]]] = dataclasses.field(default_factory=dict)
+    _starts: Optional[Dict[str, Optional[int]]] = None
+    _models: Optional[Dict[str, frontend.ChunkModel]] = None
+    _footprints: Dict[str, FrozenSet[str]] = dataclasses.field(default_factory=dict)
+    parse_cache: Optional["ParseCache"] = None
+
+    def texts(self) -> Counter:
+        """How many chunks hold each text."""
+        if self._texts is None:
+            self._texts = Counter(t for t, _s, _m in self.chunks)
+        return self._texts
+
+    def changed_since(self, before: Counter) -> List[str]:
+        """The chunk texts added or removed since an index with ``before``."""
+        hit = self._changes.get(id(before))
+        if hit is not None and hit[0] is before:
+            return hit[1]
+        now = self.texts()
+        out = list((before - now) + (now - before))
+        self._changes[id(before)] = (before, out)
+        return out
+
+    def footprint_of(self, text: str) -> FrozenSet[str]:
+        """:func:`footprint` of the model of a chunk text of this index, or of
+        one that was removed (a chunk's model does not depend on its place,
+        except for spans)."""
+        hit = self._footprints.get(text)
+        if hit is not None:
+            return hit
+        if self._models is None:
+            self._models = {t: cm for t, _s, cm in self.chunks}
+        cm = self._models.get(text)
+        if cm is None and self.parse_cache is not None:
+            cm = self.parse_cache.peek(text, self.aliases)
+        if cm is None:
+            cm = frontend.parse_chunk(text, 1, self.aliases)
+        out = self._footprints[text] = footprint(cm)
+        return out
+
+    def unique_starts(self) -> Dict[str, Optional[int]]:
+        """Chunk text → its start line (None when several chunks hold it)."""
+        if self._starts is None:
+            starts: Dict[str, Optional[int]] = {}
+            for t, st, _m in self.chunks:
+                starts[t] = None if t in starts else st
+            self._starts = starts
+        return self._starts
 
     def relevant_toplevel(self, need: Set[str]) -> Set[int]:
         """The chunks whose module-level statements can change what the code
@@ -722,13 +775,19 @@ def _build_index(chunks: List[Tuple[str, int, frontend.ChunkModel]],
     return index
 
 
-def kernel_inputs(index: _Index, own: int, kernel: Kernel) -> Tuple[Any, ...]:
+def kernel_inputs(index: _Index, own: int, kernel: Kernel,
+                  reads: Optional[Set[str]] = None) -> Tuple[Any, ...]:
     """The values ``kernel`` (of chunk ``own``) can read besides its own
     chunk's text, in a form that compares equal exactly when they are equal:
     (the constants it can reach, each as the chunks assigning it; the other
     chunks it reaches; the imports; its own chunk's start when the chunk holds
     one of its call sites).  A chunk is its (text, start line); a chunk's model
-    is a function of these and the aliases, which the cache key holds."""
+    is a function of these and the aliases, which the cache key holds.
+
+    ``reads`` gets every key under which the walk looked chunks up (names, and
+    ``<top>`` / ``<argparse>`` for the module-level statements and argparse
+    defaults): a chunk none of whose keys (:func:`footprint`) is among them
+    cannot change the result, wherever it is added or removed."""
     _own_text, own_start, own_model = index.chunks[own]
     starts = [n for n in (kernel.name, kernel.factory, kernel.class_name) if n]
     need: Set[str] = set(_names_cached(own_model))
@@ -792,11 +851,120 @@ def kernel_inputs(index: _Index, own: int, kernel: Kernel) -> Tuple[Any, ...]:
         if len(need) == before and not (need - done) and \
                 len(searched) == len(set(callees)):
             break
+    if reads is not None:
+        reads.update(done, searched, (f for f in frames if f is not None))
+        if None in frames:
+            reads.add("<top>")
+        if frames:
+            reads.add("<argparse>")
     consts = tuple((n, tuple(Place(*index.chunks[i][:2]) for i in index.const_chunks[n]))
                    for n in sorted(need) if n in index.const_chunks)
     chunks = tuple(Place(*index.chunks[i][:2]) for i in sorted(other))
     return (consts, chunks, index.imports,
             Place(_own_text, own_start) if own_calls else None)
+
+
+def footprint(cm: frontend.ChunkModel) -> FrozenSet[str]:
+    """The keys under which ``_build_index`` files a chunk: the names it
+    defines (functions, classes, macros, helpers, kernels, constants), the
+    callees of its call sites, ``<top>`` when it has module-level statements
+    and ``<argparse>`` when it has argparse defaults."""
+    hit = _FOOTPRINTS.get(id(cm))
+    if hit is not None and hit[0] is cm:
+        return hit[1]
+    out: Set[str] = set()
+    for name, _expr in cm.constants:
+        out.add(name)
+    for d in cm.defs:
+        out.add(d.name)
+        if d.class_name is not None:
+            out.add(d.class_name)
+    out.update(m.name for m in cm.macros)
+    out.update(name for name, _params in cm.functions)
+    out.update(h[0] for h in cm.iter_helpers)
+    out.update(k.name for k in cm.kernels)
+    for c in cm.call_sites:
+        out.add(c.func)
+        out.add(c.func.split(".")[-1])
+    if cm.toplevel:
+        out.add("<top>")
+    if cm.argparse:
+        out.add("<argparse>")
+    names = frozenset(out)
+    _FOOTPRINTS[id(cm)] = (cm, names)
+    if len(_FOOTPRINTS) > 20000:
+        _FOOTPRINTS.popitem(last=False)
+    return names
+
+
+_FOOTPRINTS: "OrderedDict[int, Tuple[frontend.ChunkModel, FrozenSet[str]]]" = OrderedDict()
+
+
+class InputsCache:
+    """``kernel_inputs`` kept from one snapshot to the next.  An entry holds
+    the inputs, the keys the walk read and the chunk texts of the index it
+    was computed on; in a later index it still holds when every chunk added
+    or removed since has no key among those read, and every chunk it names
+    is still there once (it is renamed to where it is now, in the same
+    order)."""
+
+    def __init__(self, size: int = 2048) -> None:
+        self.size = size
+        self._items: "OrderedDict[Tuple, Tuple[Tuple, FrozenSet[str], Counter]]" = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: Tuple, index: _Index, own: int, kernel: Kernel) -> Tuple[Any, ...]:
+        entry = self._items.get(key)
+        if entry is not None:
+            hit = self._reuse(entry, index)
+            if hit is not None:
+                self._items.move_to_end(key)
+                self.hits += 1
+                return hit
+        self.misses += 1
+        reads: Set[str] = set()
+        inputs = kernel_inputs(index, own, kernel, reads)
+        self._items[key] = (inputs, frozenset(reads), index.texts())
+        self._items.move_to_end(key)
+        if len(self._items) > self.size:
+            self._items.popitem(last=False)
+        return inputs
+
+    @staticmethod
+    def _reuse(entry: Tuple[Tuple, FrozenSet[str], Counter], index: _Index
+               ) -> Optional[Tuple[Any, ...]]:
+        inputs, reads, texts = entry
+        if len(inputs) != 4 or inputs[2] != index.imports:
+            return None
+        for text in index.changed_since(texts):
+            if not index.footprint_of(text).isdisjoint(reads):
+                return None
+        where = index.unique_starts()
+        consts = []
+        for name, places in inputs[0]:
+            new = _moved_places(places, where)
+            if new is None:
+                return None
+            consts.append((name, new))
+        chunks = _moved_places(inputs[1], where)
+        own = _moved_places((inputs[3],), where) if inputs[3] is not None else (None,)
+        if chunks is None or own is None:
+            return None
+        return (tuple(consts), chunks, inputs[2], own[0])
+
+
+def _moved_places(places: Sequence[Place], where: Dict[str, Optional[int]]
+                  ) -> Optional[Tuple[Place, ...]]:
+    """``places`` where their texts are now (None: a text gone, held by
+    several chunks, or the order changed)."""
+    out: List[Place] = []
+    for pl in places:
+        start = where.get(pl.text)
+        if start is None or (out and out[-1].start >= start):
+            return None
+        out.append(Place(pl.text, start))
+    return tuple(out)
 
 
 class Place(NamedTuple):
@@ -1160,6 +1328,7 @@ class AnalysisHost:
         self.kernels = KernelCache()
         self.cores = CoreCache()
         self.scans = ScanCache()
+        self.inputs = InputsCache()
         self._revision = 0
         # path → (its chunk texts, aliases, imported names), see ``_imports``.
         self._import_facts: Dict[str, Tuple[Counter, frontend.Aliases, Tuple]] = {}
@@ -1310,6 +1479,7 @@ class Snapshot:
         else:
             index = _build_index(chunks, imports)
             index.aliases = aliases
+            index.parse_cache = self._host.parse
             out = (module, index)
         self._modules[path] = out
         return out
@@ -1358,8 +1528,8 @@ class Snapshot:
                             pending)
             chunk_text, start, _cm = index.chunks[ci]
             key = (chunk_text, ki, aliases_key)
-            inputs = (kernel_inputs(index, ci, kernel), _lines_above(lines, start - 1),
-                      target, settings_, select)
+            inputs = (self._host.inputs.get(key, index, ci, kernel),
+                      _lines_above(lines, start - 1), target, settings_, select)
             hit = cache.get(key, inputs, start, index.whole_parses)
             if hit is not None:
                 krs, diags = hit

@@ -217,8 +217,8 @@ def test_replay_fails_when_a_dependency_is_not_recorded(monkeypatch):
     constant reuses a stale result, and the replay sees it."""
     real = host_mod.kernel_inputs
 
-    def without_constants(index, own, kernel):
-        return real(index, own, kernel)[1:]
+    def without_constants(index, own, kernel, reads=None):
+        return real(index, own, kernel, reads)[1:]
 
     monkeypatch.setattr(host_mod, "kernel_inputs", without_constants)
     r = Replay(_mix("gemm_main"), Settings())
@@ -319,3 +319,27 @@ def test_replay_fails_when_a_broken_split_claims_too_much(monkeypatch):
     with pytest.raises(AssertionError, match="differs from analyze"):
         r.edit(defs[-1] + 1, 0, defs[-1] + 1, 0, ")\n")
         r.edit(defs[0], 0, defs[0], 0, "x = (\n")
+
+
+def test_replay_fails_when_kept_inputs_ignore_new_chunks(monkeypatch):
+    """A kernel's inputs are kept across snapshots unless a chunk added or
+    removed since is filed under a name the kernel's walk read
+    (``host.footprint``).  With no chunk filed under anything, a new
+    assignment that overrides the constant a kernel pipelines with goes
+    unseen."""
+    monkeypatch.setattr(host_mod, "footprint", lambda cm: frozenset())
+    text = (
+        "import tilelang.language as T\n\nSTAGES = 2\n\n\n"
+        "@T.prim_func\n"
+        "def k(A: T.Tensor((1024, 1024), \"float16\")):\n"
+        "    with T.Kernel(8, threads=128) as bx:\n"
+        "        S = T.alloc_shared((128, 64), \"float16\")\n"
+        "        for i in T.Pipelined(16, num_stages=STAGES):\n"
+        "            T.copy(A[bx * 128, i * 64], S)\n")
+    r = Replay(text, Settings())
+    r.check()
+    with pytest.raises(AssertionError, match="differs from analyze"):
+        # Its own chunk, right above the kernel's: the other chunks and the
+        # lines right above the kernel keep their texts.
+        r.edit(5, 0, 5, 0, "STAGES = 64\n\n\n")
+    assert r.host.inputs.hits > 0
