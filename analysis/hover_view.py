@@ -208,13 +208,27 @@ def placements(kernel: Kernel, lr: LoopResult, preview: str) -> Dict[int, List[P
 
 def steady_body(preview: str) -> Tuple[str, str, str]:
     """The preview cut in three: the code before the generated loop, the
-    loop itself (its ``for`` line to its closing brace), the code after it.
-    A preview without a steady-state loop (warp-specialized) is all body."""
+    loop itself (its ``for`` line to its closing brace, both at column 0),
+    the code after it.  A preview without such a loop (warp-specialized:
+    the loops sit in the producer and consumer branches) is all body."""
     lines = preview.rstrip("\n").splitlines()
-    start = next((i for i, ln in enumerate(lines)
-                  if ln.startswith("for ") and "// steady state" in ln), None)
+    start = next((i for i, ln in enumerate(lines) if ln.startswith("for (")), None)
     if start is None:
         return "", "\n".join(lines), ""
     end = next((i for i in range(start + 1, len(lines)) if lines[i] == "}"), len(lines) - 1)
     return ("\n".join(lines[:start]), "\n".join(lines[start:end + 1]),
             "\n".join(lines[end + 1:]))
+
+
+_CALL = re.compile(r"^\s*(?:tl::)?([A-Za-z_]\w*)\s*[(<]")
+
+
+def call_counts(code: str) -> List[Tuple[str, int]]:
+    """How many times each call starts a line of ``code``, in first-seen order
+    (comments, statement placeholders and braces aside)."""
+    counts: Dict[str, int] = {}
+    for ln in code.splitlines():
+        m = _CALL.match(ln)
+        if m and m.group(1) not in ("for", "if", "while"):
+            counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+    return list(counts.items())

@@ -189,7 +189,7 @@ async def handler(ls, params: lsp.HoverParams) -> Optional[lsp.Hover]:
         return None
     footer = await _binding_footer(ls, doc, analysis, kr)
     if footer:
-        text += "\n\n" + hover_text.fit(footer)
+        text += "\n\n" + footer
     return lsp.Hover(
         contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=text),
         range=convert.span_to_range(span, lines, enc) if span is not None else None)

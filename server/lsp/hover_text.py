@@ -120,7 +120,7 @@ def _ref_defs(md: str, uri: Optional[str]) -> str:
     return md + "\n\n" + "\n".join(f"[L{n}]: {uri}#L{n}" for n in lines)
 
 
-def ascend_loop_hover(kr: "KernelResult", lr: "LoopResult") -> str:
+def ascend_loop_hover(kr: "KernelResult", lr: "LoopResult", path: Optional[str] = None) -> str:
     """An Ascend loop: the auto-scheduler's task order, versions, flags and
     the Ascend C sync the compiler emits."""
     asc = kr.ascend
@@ -144,7 +144,17 @@ def ascend_loop_hover(kr: "KernelResult", lr: "LoopResult") -> str:
             ", ".join(events[i:i + 2]) for i in range(0, len(events), 2))
             + f"  \ncross-core slots {asc.cross_core_slots} of 16; mutex ids {asc.mutex_ids} of 32")
     if asc.preview:
-        out.append("Emitted sync (preview):\n\n" + _fence(asc.preview, "cpp"))
+        from tilelint.analysis import hover_view
+        before, body, after = hover_view.steady_body(asc.preview)
+        out.append("Emitted sync, the loop (preview):\n\n" + _fence(body, "cpp"))
+        ends = [(what, hover_view.call_counts(code))
+                for what, code in (("Before the loop", before), ("after it", after)) if code]
+        if ends:
+            where = f"`tilelint explain --target ascend {path}`" if path else \
+                "`tilelint explain --target ascend`"
+            out.append("; ".join(f"{what}: " + ", ".join(f"`{name}` ×{n}" for name, n in calls)
+                                 for what, calls in ends if calls)
+                       + f" (their code: {where})")
     return fit("\n\n".join(out) + _config_note(kr))
 
 
@@ -191,7 +201,7 @@ def loop_hover(kr: "KernelResult", lr: "LoopResult", target: str = "sm_80",
     if kr.ascend is not None and kr.kernel.dialect == "ascend":
         if kr.ascend.loop_line == loop.span.line and \
                 (kr.ascend.statements or kr.ascend.hard_events):
-            return ascend_loop_hover(kr, lr)
+            return ascend_loop_hover(kr, lr, path)
         why = (f"tilelint follows the first pipelined loop of an Ascend kernel "
                f"(line {kr.ascend.loop_line})" if kr.ascend.loop_line is not None
                else "no tile operation of this kernel maps to an Ascend pipe")
@@ -377,7 +387,8 @@ def binding_footer(kr: "KernelResult", labels: Sequence[str], chosen: Optional[s
         return None
     current = kr.config_label or labels[0]
     if chosen is not None and chosen not in labels:
-        how = f" (`tilelint.binding` asks for `{chosen}`, which this kernel does not have)"
+        # its own line: the sentence stays whole within the hover's width
+        how = f"  \n`tilelint.binding` asks for `{chosen}`, which this kernel does not have"
     elif chosen is not None and chosen == current:
         how = " (picked by `tilelint.binding`)"
     elif all_bindings:
@@ -389,4 +400,4 @@ def binding_footer(kr: "KernelResult", labels: Sequence[str], chosen: Optional[s
     if others:
         out += "  \nOther configurations (set `tilelint.binding` to one): " + ", ".join(
             f"`{lb}`" for lb in others)
-    return out
+    return fit(out)
