@@ -785,9 +785,11 @@ def kernel_inputs(index: _Index, own: int, kernel: Kernel,
     is a function of these and the aliases, which the cache key holds.
 
     ``reads`` gets every key under which the walk looked chunks up (names, and
-    ``<top>`` / ``<argparse>`` for the module-level statements and argparse
-    defaults): a chunk none of whose keys (:func:`footprint`) is among them
-    cannot change the result, wherever it is added or removed."""
+    ``<top-flow>`` / ``<argparse>`` when it read the module-level statements
+    and argparse defaults; a module-level assignment matters only to a walk
+    that needs a name it assigns, and ends with every needed name read): a
+    chunk none of whose keys (:func:`footprint`) is among them cannot change
+    the result, wherever it is added or removed."""
     _own_text, own_start, own_model = index.chunks[own]
     starts = [n for n in (kernel.name, kernel.factory, kernel.class_name) if n]
     need: Set[str] = set(_names_cached(own_model))
@@ -854,7 +856,7 @@ def kernel_inputs(index: _Index, own: int, kernel: Kernel,
     if reads is not None:
         reads.update(done, searched, (f for f in frames if f is not None))
         if None in frames:
-            reads.add("<top>")
+            reads.add("<top-flow>")
         if frames:
             reads.add("<argparse>")
     consts = tuple((n, tuple(Place(*index.chunks[i][:2]) for i in index.const_chunks[n]))
@@ -867,8 +869,11 @@ def kernel_inputs(index: _Index, own: int, kernel: Kernel,
 def footprint(cm: frontend.ChunkModel) -> FrozenSet[str]:
     """The keys under which ``_build_index`` files a chunk: the names it
     defines (functions, classes, macros, helpers, kernels, constants), the
-    callees of its call sites, ``<top>`` when it has module-level statements
-    and ``<argparse>`` when it has argparse defaults."""
+    callees of its call sites, the names its module-level statements assign
+    or mutate, ``<top-flow>`` when one of them is a test, loop or other
+    compound statement (the walk of the code before a module-level call reads
+    those whatever they assign) and ``<argparse>`` when it has argparse
+    defaults."""
     hit = _FOOTPRINTS.get(id(cm))
     if hit is not None and hit[0] is cm:
         return hit[1]
@@ -886,8 +891,14 @@ def footprint(cm: frontend.ChunkModel) -> FrozenSet[str]:
     for c in cm.call_sites:
         out.add(c.func)
         out.add(c.func.split(".")[-1])
-    if cm.toplevel:
-        out.add("<top>")
+    for st in cm.toplevel:
+        if st.kind in ("assign", "expr"):
+            targets, _reads, base = _stmt_names(st)
+            out.update(targets)
+            if base is not None:
+                out.add(base)
+        else:
+            out.add("<top-flow>")
     if cm.argparse:
         out.add("<argparse>")
     names = frozenset(out)
