@@ -102,6 +102,11 @@ class IdleCollector:
         self._handle: Optional[asyncio.TimerHandle] = None
         self.busy: Any = lambda: False
         self.collections = 0
+        # A full pass walks every cached model (hundreds of ms on a large
+        # workspace, and an edit arriving meanwhile waits): idle passes collect
+        # the young generations, a full one runs at most every ``full_every`` s.
+        self.full_every = 30.0
+        self._last_full = 0.0
 
     def poke(self) -> None:
         import gc
@@ -128,7 +133,10 @@ class IdleCollector:
         import gc
         import time
         t0 = time.perf_counter()
-        found = gc.collect()
+        full = t0 - self._last_full >= self.full_every
+        found = gc.collect() if full else gc.collect(1)
+        if full:
+            self._last_full = t0
         self.collections += 1
         log.debug("idle collection: %d unreachable objects in %.0f ms", found,
                   (time.perf_counter() - t0) * 1000)
