@@ -143,7 +143,13 @@ def _inline(s: str) -> str:
 
 def md_to_html(md: str) -> str:
     out: List[str] = []
-    lines = md.splitlines()
+    # reference-style links ([19][L19] with "[L19]: file:///...#L19" below) become inline ones
+    defs = dict(re.findall(r"^\[([^\]]+)\]: (\S+)$", md, re.M))
+    md = re.sub(r"^\[[^\]]+\]: \S+$\n?", "", md, flags=re.M)
+    md = re.sub(r"\[([^\]]+)\]\[([^\]]+)\]",
+                lambda m: f"[{m.group(1)}]({defs[m.group(2)]})" if m.group(2) in defs else m.group(0),
+                md)
+    lines = md.rstrip("\n").splitlines()
     i = 0
     para: List[str] = []
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
@@ -88,6 +89,16 @@ def whatif_rows(module, kernel, config_label: Optional[str], settings: Settings,
     return rows
 
 
+def _shown_path(path: str) -> str:
+    """``path`` as the user would type it for ``tilelint explain``: relative to
+    the server's working directory (the workspace) when it lies below it."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # another drive (Windows)
+        return path
+    return path if rel.startswith("..") else rel
+
+
 def _verified_for(doc, lines: Sequence[str]):
     """The document's compiler verification when it applies to ``lines``."""
     v = doc.verified
@@ -157,7 +168,7 @@ async def handler(ls, params: lsp.HoverParams) -> Optional[lsp.Hover]:
         if lr is not None:
             span = lr.loop.iter_span
             text = hover_text.loop_hover(kr, lr, analysis.target, uri=doc.uri,
-                                         path=analysis.path)
+                                         path=_shown_path(analysis.path))
             verified = _verified_for(doc, lines)
             if verified is not None:
                 sc = verified.sync_for(kr.kernel.name, lr.loop.span.line)
