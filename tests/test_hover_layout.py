@@ -16,6 +16,16 @@ Expected values are the compiler's (tilelang 0.1.15), not tilelint's output:
   loop (one commit and wait_group<1> per iteration).
 - gemm_ns3 on sm_90 is warp-specialized (NOTES.md): the copies go to a producer
   warpgroup (TMA), the gemm stays with the consumers, paced by mbarriers.
+- flash_attn_ns2 on sm_80, lowered with tests/oracle/lower.py --dump-dir on
+  2026-12-01: (line, stage, order) (33, 0, 2) (34, 2, 0) (35, 2, 1) (36, 2, 3)
+  (37, 2, 4) (38, 2, 5) (40, 2, 6) (42, 2, 7) (43, 2, 8) (45, 2, 9) (47, 2, 10)
+  (48, 0, 12) (49, 2, 11) (the oracle names the two reduce lines by
+  tilelang's reduce_op.py); versions K_shared 2, V_shared 2, Q_shared 1;
+  49152 B; generated loop: clear(acc_s); wait<3>; __syncthreads; gemm(Q, K);
+  __syncthreads; copy K; commit; copy(m_cur, m_prev) ... copy(acc_s, acc_s_cast);
+  wait<3>; __syncthreads; gemm(acc_s_cast, V); __syncthreads; copy V; commit.
+  Epilogue: wait<3>, wait<2>, wait<1>, wait<0>, each with a __syncthreads, before
+  the gemms of iterations n-2 (Q·K, then ·V) and n-1.
 """
 
 from __future__ import annotations
@@ -199,3 +209,33 @@ def test_whatif_hover_fits(name):
                                      lr.loop.span.line)
             md = hover_text.whatif_hover(lr, rows, kr.shared_budget)
             assert len(rows) == 5 and not _too_wide(md), md
+
+
+def test_flash_attention_sm80_rows_summary_and_statement_sync():
+    kr, lr = _loop("flash_attn_ns2.py")
+    md = hover_text.loop_hover(kr, lr, "sm_80", uri=URI)
+    assert md.splitlines()[1] == ("depth 2 · ×2 K_shared V_shared · smem 49152 of 166912 B · "
+                                  "per iteration 4 sync, 2 commits, wait 3, 3")
+    rows = _rows(md)
+    got = [(int(re.match(r"\[(\d+)\]", r[0]).group(1)), int(r[2]), int(r[3])) for r in rows]
+    assert got == [(34, 2, 0), (35, 2, 1), (33, 0, 2), (36, 2, 3), (37, 2, 4), (38, 2, 5),
+                   (40, 2, 6), (42, 2, 7), (43, 2, 8), (45, 2, 9), (47, 2, 10), (49, 2, 11),
+                   (48, 0, 12)]
+    assert all(len(r[1]) <= 38 for r in rows)  # long statements are cut
+    code = md[md.index("```cuda"):]
+    assert [c.strip() for c in code.splitlines() if "cp_async" in c or "sync" in c][:4] == [
+        "cp_async_wait<3>();", "__syncthreads();", "__syncthreads();", "cp_async_commit();"]
+    md = _statement(kr, lr, "T.gemm(acc_s_cast")
+    assert ("Steady state, right before it: `cp_async_wait<3>()` `__syncthreads()`  \n"
+            "right after it: `__syncthreads()`") in md
+    assert "- epilogue step 0: before `cp_async_wait<2>()` `__syncthreads()` · after —" in md
+    assert "- epilogue step 1: before `cp_async_wait<0>()` `__syncthreads()` · after —" in md
+    assert "reads: `acc_s_cast`, `V_shared` (2 versions)" in md
+    md = _statement(kr, lr, "T.copy(V[")
+    assert "stage **0** · order **12** of 13" in md
+    assert "right before it: `__syncthreads()`  \nright after it: `cp_async_commit()`" in md
+    md = _statement(kr, lr, "T.copy(acc_s, acc_s_cast)")
+    assert "right before it: —  \nright after it: `cp_async_wait<3>()` `__syncthreads()`" in md
+    md = _statement(kr, lr, "for i in T.Parallel(block_M)")
+    assert "stage **2** · order **5** of 13" in md
+    assert "right before it: —  \nright after it: —" in md
