@@ -49,6 +49,7 @@ from typing import Any, Dict, FrozenSet, Iterable, List, NamedTuple, Optional, S
 from . import frontend, pipeline, schedule_ascend
 from .model import (
     Analysis,
+    AscendStatement,
     Call,
     CallSite,
     Diagnostic,
@@ -394,6 +395,11 @@ def relocate(obj: Any, moves: Moves, strict: bool, memo: Dict[int, Any]) -> Any:
     for name in fields:
         val = d[name]
         if type(val) in _LEAVES:
+            if name in _LINE_INTS.get(cls, ()):
+                line = _relocate_line(val, moves, strict)
+                if line != val:
+                    changes = changes or {}
+                    changes[name] = line
             continue
         new = relocate(val, moves, strict, memo)
         if new is not val:
@@ -420,6 +426,18 @@ def relocate(obj: Any, moves: Moves, strict: bool, memo: Dict[int, Any]) -> Any:
 
 # Types holding no Span (the atoms of model values).
 _LEAVES: Set[type] = {str, int, float, bool, type(None), complex, bytes}
+
+# Plain-int fields that are a source line (moved like a Span's first line).
+_LINE_INTS: Dict[type, Tuple[str, ...]] = {AscendStatement: ("line",)}
+
+
+def _relocate_line(line: int, moves: Moves, strict: bool) -> int:
+    for lo, hi, delta in moves:
+        if lo <= line < hi:
+            return line + delta
+    if strict:
+        raise Unmoved(line)
+    return line
 
 
 # --------------------------------------------------------------------------
@@ -1128,6 +1146,11 @@ class KernelCache:
         _inputs, base, end, out, _parses = entry
         if base == start:
             return out
+        if _names_a_line(out):
+            # A text of it names a line (the Ascend preview's "(line N)"), which
+            # moving its spans would leave stale: analysed again.
+            self.hits -= 1
+            return None
         delta = start - base
         krs, diags = out
         return ([shift(kr, delta, base, end) for kr in krs],
@@ -1216,15 +1239,20 @@ def _relabel(label: str, moves: Moves) -> str:
 _MODEL_FIELDS = frozenset({"kernel", "loop", "stmt", "excluded_binds"})
 
 
-def _names_a_line(out: KernelOutput) -> bool:
+# A text naming a source line: "the call at line 12", the Ascend preview's
+# "(line 12)".
+_LINE_TEXT = re.compile(r"\blines? \d")
+
+
+def _names_a_line(out: Any) -> bool:
     """Does a text of ``out`` other than an instance label and the kernel's
-    model say "at line"?"""
+    model name a source line (:data:`_LINE_TEXT`)?"""
     stack: List[Any] = [out]
     seen: Set[int] = set()
     while stack:
         o = stack.pop()
         if isinstance(o, str):
-            if "at line" in o:
+            if _LINE_TEXT.search(o):
                 return True
             continue
         if isinstance(o, (tuple, list)):
@@ -1268,6 +1296,8 @@ class CoreCache:
         starts, core = entry
         moves = _moves(starts, places)
         if any(m[2] for m in moves):
+            if _names_a_line(core):  # a text would keep the old line
+                return None
             try:
                 core = relocate(core, moves, True, {})
             except Unmoved:

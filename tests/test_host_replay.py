@@ -343,3 +343,25 @@ def test_replay_fails_when_kept_inputs_ignore_new_chunks(monkeypatch):
         # lines right above the kernel keep their texts.
         r.edit(5, 0, 5, 0, "STAGES = 64\n\n\n")
     assert r.host.inputs.hits > 0
+
+
+ASCEND = sorted((ROOT_FIXTURES / "ascend").glob("gemm_*.py")) if (ROOT_FIXTURES := pathlib.Path(
+    __file__).resolve().parent / "fixtures").is_dir() else []
+
+
+@pytest.mark.parametrize("path", ASCEND[:6], ids=lambda p: p.stem)
+def test_ascend_results_after_lines_move(path):
+    """Lines inserted and deleted above an Ascend kernel: its results hold
+    plain-int statement lines and a preview whose comments name lines
+    ("(line 16)"); a reused result must carry the new lines, as a fresh
+    analyze() of the same text does."""
+    settings = Settings(target="ascend")
+    text = path.read_text(encoding="utf-8")
+    h = host_mod.AnalysisHost()
+    h.set_text(str(path), text)
+    assert h.snapshot().analysis(str(path), settings) == analyze(text, str(path), settings)
+    for inserted in ("# one\n", "# two\n# three\n"):
+        h.edit(str(path), (1, 0), (1, 0), inserted)
+        lines = text.split("\n")
+        text = "\n".join(lines[:1]) + "\n" + inserted + "\n".join(lines[1:])
+        assert h.snapshot().analysis(str(path), settings) == analyze(text, str(path), settings)
