@@ -345,8 +345,7 @@ def test_replay_fails_when_kept_inputs_ignore_new_chunks(monkeypatch):
     assert r.host.inputs.hits > 0
 
 
-ASCEND = sorted((ROOT_FIXTURES / "ascend").glob("gemm_*.py")) if (ROOT_FIXTURES := pathlib.Path(
-    __file__).resolve().parent / "fixtures").is_dir() else []
+ASCEND = sorted((pathlib.Path(__file__).resolve().parent / "fixtures" / "ascend").glob("gemm_*.py"))
 
 
 @pytest.mark.parametrize("path", ASCEND[:6], ids=lambda p: p.stem)
