@@ -906,28 +906,93 @@ def root_task_node(t: TaskLike, kernel: Kernel, env: Env, memory: Dict[str, str]
                     _hbm(t, memory))
 
 
+def compose_loop_node(children: Sequence[RootNode], starts: Sequence[int], ii: int,
+                      trip: int) -> RootNode:
+    """A scheduled loop as one node of the list around it: ``children`` in
+    scheduled order with their start times.  Its latency (and II) is the last
+    child's end in one iteration plus II per further iteration, its pipes and
+    GM ports the union of its children's.  A producer inside it finishes its
+    last iteration (trip - 1) * II after its start in the first."""
+    later = (max(trip, 1) - 1) * ii
+    tasks: List[Any] = []
+    produce: List[int] = []
+    consume: List[int] = []
+    lat: List[int] = []
+    flags = hbm = 0
+    end = 0
+    for c, st in zip(children, starts, strict=True):
+        tasks.extend(c.tasks)
+        produce.extend(later + st + x for x in c.produce)
+        consume.extend(st + x for x in c.consume)
+        lat.extend(c.task_latency)
+        flags |= c.flags
+        hbm |= c.hbm
+        end = max(end, st + c.latency)
+    latency = end + later
+    return RootNode(tuple(tasks), tuple(produce), tuple(consume), tuple(lat), latency,
+                    latency, flags, hbm)
+
+
 def root_loop_node(tasks: Sequence[TaskLike], sched: AscendSchedule, trip: int,
                    memory: Dict[str, str]) -> RootNode:
-    """A scheduled loop (``tasks`` in source order) as one node of the root
-    list: its latency is the last task's end in one iteration plus II per
-    further iteration (the node's II is the same), its pipes and GM ports the
-    union of its tasks'.  A producer inside it finishes its last iteration
-    (trip - 1) * II later than its start time."""
+    """A scheduled pipelined loop (``tasks`` in source order) as one node."""
     if sched.ii is None or sched.input is None or len(sched.start_times) != len(tasks):
         raise Unmodelled("a loop without start times")
     inp = sched.input
-    ii = sched.ii
-    order = sched.order
-    end = max(sched.start_times[i] + inp.latencies[i] for i in order)
-    latency = end + ii * (max(trip, 1) - 1)
-    flags = hbm = 0
-    for i in order:
-        flags |= inp.resource_flags[i]
-        hbm |= _hbm(tasks[i], memory)
-    return RootNode(tuple(tasks[i] for i in order),
-                    tuple((max(trip, 1) - 1) * ii + sched.start_times[i] for i in order),
-                    tuple(sched.start_times[i] for i in order),
-                    tuple(inp.latencies[i] for i in order), latency, latency, flags, hbm)
+    children = [RootNode((tasks[i],), (0,), (0,), (inp.latencies[i],), inp.latencies[i],
+                         inp.iis[i], inp.resource_flags[i], _hbm(tasks[i], memory))
+                for i in sched.order]
+    return compose_loop_node(children, [sched.start_times[i] for i in sched.order],
+                             sched.ii, trip)
+
+
+def _pair_deps(prod: RootNode, cons: RootNode, conflict: Conflict[Any], cross: bool
+               ) -> List[Tuple[str, int]]:
+    """(storage, latency) of each dependency of ``cons`` on ``prod``, in the
+    order the compiler meets the storages (writes x reads, writes x writes,
+    reads x writes, by task); the latency is the largest over the conflicting
+    task pairs of (producer's end in its last iteration) - (consumer's start)."""
+    latency: Dict[str, int] = {}
+    first: List[Tuple[Tuple[int, int, int, int], str]] = []
+    for pi, a in enumerate(prod.tasks):
+        for ci, b in enumerate(cons.tasks):
+            for buf, _ in conflict(a, b, cross):
+                key = _consider_key(a, b, buf)
+                first.append(((key[0], pi, key[1], ci), buf))
+                latency[buf] = max(latency.get(buf, 0), prod.produce[pi]
+                                   + prod.task_latency[pi] - cons.consume[ci])
+    out: List[Tuple[str, int]] = []
+    for _, buf in sorted(first, key=lambda x: x[0]):
+        if all(buf != b for b, _ in out):
+            out.append((buf, latency[buf]))
+    return out
+
+
+def build_outer_input(nodes: Sequence[RootNode], is_loop: Sequence[bool],
+                      annotated: Dict[str, int], conflict: Conflict[Any]) -> SchedulerInput:
+    """The loop scheduler's arguments for a serial loop's body whose nodes are
+    tasks and whole pipelined loops: a dependency per ordered pair of nodes
+    and storage (distance 0 forwards, the annotated versions or 1 backwards;
+    a loop's hazards with itself are its own), latency as in
+    :func:`build_root_input`; no version variables (raises
+    :class:`Unmodelled` for a node the cost model lacks)."""
+    n = len(nodes)
+    deps: List[Tuple[int, int, int, int]] = []
+    for i in range(n):
+        for j in range(n):
+            if i == j and is_loop[i]:
+                continue
+            cross = i >= j
+            for buf, latency in _pair_deps(nodes[i], nodes[j], conflict, cross):
+                deps.append((i, j, 0 if not cross else annotated.get(buf, 1), latency))
+    res = []
+    for i in range(n):
+        for j in range(i + 1, n):
+            if (nodes[i].flags & nodes[j].flags & ~_SCALAR_BIT) or (nodes[i].hbm & nodes[j].hbm):
+                res.append((i, j))
+    groups = tuple((_LIMITS.get(sc, _UB_BYTES),) for sc in _SCOPES)
+    return SchedulerInput(1, tuple(x.latency for x in nodes), tuple(x.ii for x in nodes),
+                          tuple(x.flags for x in nodes), tuple(deps), tuple(res), (), groups)
 
 
 def build_root_input(nodes: Sequence[RootNode], conflict: Conflict[Any]) -> RootInput:
@@ -939,22 +1004,8 @@ def build_root_input(nodes: Sequence[RootNode], conflict: Conflict[Any]) -> Root
     deps: List[Tuple[int, int, int]] = []
     for i in range(n):
         for j in range(i + 1, n):
-            latency: Dict[str, int] = {}
-            first: List[Tuple[Tuple[int, int, int, int, int], str]] = []
-            for pi, a in enumerate(nodes[i].tasks):
-                for ci, b in enumerate(nodes[j].tasks):
-                    bufs = [buf for buf, _ in conflict(a, b, False)]
-                    for buf in bufs:
-                        key = _consider_key(a, b, buf)
-                        first.append(((key[0], pi, key[1], ci, 0), buf))
-                        lat = (nodes[i].produce[pi] + nodes[i].task_latency[pi]
-                               - nodes[j].consume[ci])
-                        latency[buf] = max(latency.get(buf, 0), lat)
-            seen: Set[str] = set()
-            for _, buf in sorted(first, key=lambda x: x[0]):
-                if buf not in seen:
-                    seen.add(buf)
-                    deps.append((i, j, latency[buf]))
+            for _, latency in _pair_deps(nodes[i], nodes[j], conflict, False):
+                deps.append((i, j, latency))
     res = []
     for i in range(n):
         for j in range(i + 1, n):

@@ -71,11 +71,16 @@ from .model import (
 from .schedule_ascend import (
     AscendSchedule,
     RootInput,
+    RootNode,
+    SchedulerInput,
     Unmodelled,
+    build_outer_input,
     build_root_input,
+    compose_loop_node,
     root_loop_node,
     root_task_node,
     schedule_loop,
+    solve,
     solve_root,
 )
 from .values import Env
@@ -127,6 +132,7 @@ class Task:
     writes: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
     gemm_l1: bool = False
     loop_id: int = -1  # which pipelined loop of the root list (-1: none)
+    outer: bool = False  # inside the serial loop around the pipelined loops
 
 
 @dataclass
@@ -166,11 +172,13 @@ class SyncCall:
     task: int = -1  # the task it is emitted next to (-1: kernel entry/exit)
     after: bool = False  # emitted after that task (else before it)
     loop_id: int = -1  # the pipelined loop it sits in (where == "loop")
-    extent: int = 1  # that loop's trip count
+    extent: int = 1  # the iterations its id counts (inner x outer inside a serial loop)
+    flat: str = ""  # the flattened iteration as the compiler prints it ({var}: the loop's)
+    level: str = ""  # the sync point's level: loop | outer | root
 
     def ids(self) -> Tuple[int, ...]:
         """The ids it takes over its loop."""
-        if self.where != "loop" or self.versions <= 1:
+        if self.where not in ("loop", "outer") or self.versions <= 1:
             return (self.base,)
         return tuple(sorted({k % self.versions + self.base
                              for k in range(max(self.extent, 1))}))
@@ -197,6 +205,7 @@ class AscendPlan:
     root_note: str = ""  # why the kernel body's order is not the scheduler's ("" when it is)
     root_input: Optional[RootInput] = None  # the root list's scheduler input
     root_times: Tuple[int, ...] = ()  # and its start times
+    outer: Optional["OuterUnit"] = None  # the serial loop around the pipelined loops
 
 
 # --------------------------------------------------------------------------
@@ -547,27 +556,134 @@ class LoopUnit:
     source_order: Tuple[int, ...]
 
 
-def _root_list(kernel: Kernel, loops: Sequence[Loop]) -> Tuple[List[Stmt], List[Stmt]]:
-    """The statement list holding the first pipelined loop (the kernel body,
-    or the body of the construct around the loop) and its pipelined loops."""
+@dataclass
+class OuterUnit:
+    """A serial loop (over output tiles, say) around the pipelined loops: its
+    body is scheduled like a pipelined loop's, with each inner loop as one
+    node, and its hazards across iterations get their own flags."""
+
+    loop: Loop
+    nodes: List[Union[Task, LoopUnit]]  # the body, in scheduled order
+    extent: int
+    tainted: Set[str]
+    rnode: Optional[RootNode]  # the whole loop as one node of the root list
+    note: str  # why its order is not the scheduler's ("" when it is)
+    input: Optional[SchedulerInput] = None
+    start_times: Tuple[int, ...] = ()  # per node, source order
+    ii: Optional[int] = None
+
+
+def _root_list(kernel: Kernel, loops: Sequence[Loop]
+               ) -> Tuple[List[Stmt], List[Stmt], Optional[Stmt], List[Stmt]]:
+    """The statement list holding the first pipelined loop and its pipelined
+    loops; when that list is the body of a serial loop directly in the kernel
+    body, that loop statement and the kernel body (else None and the list)."""
     _, _, _, first = _pipelined_loop(kernel, loops)
     if first is None:
-        return list(kernel.body), []
+        return list(kernel.body), [], None, list(kernel.body)
 
-    def find(stmts: Sequence[Stmt]) -> Optional[Sequence[Stmt]]:
-        if any(s is first for s in stmts):
-            return stmts
+    def find(stmts: Sequence[Stmt], path: List[Stmt]) -> Optional[List[Stmt]]:
         for s in stmts:
-            r = find(s.children)
+            if s is first:
+                return path
+            r = find(s.children, path + [s])
             if r is not None:
                 return r
         return None
 
-    container = list(find(kernel.body) or [first])
+    path = find(kernel.body, []) or []
+    container = list(path[-1].children) if path else list(kernel.body)
     spans = {lp.span for lp in loops}
     units = [s for s in container if s.loop is not None and (
         s is first or s.loop.kind == "pipelined" and (not spans or s.loop.span in spans))]
-    return container, units
+    outer = path[0] if len(path) == 1 and path[0].loop is not None \
+        and path[0].loop.kind == "serial" else None
+    return container, units, outer, (list(kernel.body) if outer is not None else container)
+
+
+def _node_of(x: Union[Task, LoopUnit, OuterUnit], kernel: Kernel, env: Env,
+             memory: Dict[str, str]) -> RootNode:
+    if isinstance(x, OuterUnit):
+        if x.rnode is None:
+            raise Unmodelled(x.note or "the serial loop around the pipelined loop")
+        return x.rnode
+    if isinstance(x, LoopUnit):
+        return root_loop_node(x.src_body, x.schedule, x.extent, memory)
+    return root_task_node(x, kernel, env, memory)
+
+
+def _plan_outer(stmt: Stmt, nodes: List[Union[Task, LoopUnit]], kernel: Kernel, env: Env,
+                memory: Dict[str, str], annotated: Dict[str, int],
+                unseen: List[str], state: "_PlanState") -> OuterUnit:
+    """Schedule the serial loop's body (the compiler's modulo scheduler, each
+    pipelined loop one node) and make the loop one node of the root list.
+    Buffers of the serial loop's own statements get their annotated versions
+    when they are multi-buffer eligible there (written before any read in an
+    iteration), else 1."""
+    loop = stmt.loop
+    assert loop is not None
+    flat = [t for x in nodes for t in (x.src_body if isinstance(x, LoopUnit) else [x])]
+    fixed: Dict[str, int] = {}
+    free: List[str] = []
+    for x in nodes:
+        if isinstance(x, LoopUnit):
+            continue
+        for b in list(x.writes) + list(x.reads):
+            if _mem(b, memory) in ("GM", "REG") or b in fixed or b in free:
+                continue
+            first = next(t for t in flat if b in t.writes or b in t.reads)
+            eligible = b in first.writes and b not in first.reads
+            if b not in state.loop_bufs:
+                state.loop_bufs.append(b)
+            if eligible and b in annotated:
+                fixed[b] = annotated[b]
+                state.versions[b] = annotated[b]
+            elif eligible:
+                free.append(b)
+                state.versions.setdefault(b, 1)
+            else:
+                state.versions.setdefault(b, 1)
+    if free:
+        state.exact = False
+        unseen = unseen + [f"the versions of {free[0]}, which the serial loop's scheduler picks"]
+    start = env.eval_int(loop.start) if loop.start is not None else 0
+    stop = env.eval_int(loop.stop)
+    extent = (stop - (start or 0)) if stop is not None else 1 << 20
+    tainted = _loop_tainted(loop)
+    for x in nodes:
+        for t in (x.src_body if isinstance(x, LoopUnit) else [x]):
+            t.outer = True
+    src = list(range(len(nodes)))
+    if unseen:
+        return OuterUnit(loop, nodes, extent, tainted, None,
+                         f"the serial loop's body keeps the source order ({unseen[0]} "
+                         f"is not modelled)")
+    try:
+        rnodes = [_node_of(x, kernel, env, memory) for x in nodes]
+        inp = build_outer_input(rnodes, [isinstance(x, LoopUnit) for x in nodes], fixed,
+                                lambda a, b, cross: _conflict(a, b, memory, cross, tainted))
+    except Unmodelled as exc:
+        return OuterUnit(loop, nodes, extent, tainted, None,
+                         f"the serial loop's body keeps the source order ({exc})")
+    out = solve(inp)
+    if out is None:
+        return OuterUnit(loop, nodes, extent, tainted, None,
+                         "the serial loop's body keeps the source order (no z3-solver)", inp)
+    times, _, ii = out
+    t0 = min(times)
+    times = tuple(x - t0 for x in times)
+    order = sorted(src, key=lambda i: (times[i], i))
+    rnode = compose_loop_node([rnodes[i] for i in order], [times[i] for i in order], ii, extent)
+    return OuterUnit(loop, [nodes[i] for i in order], extent, tainted, rnode, "", inp,
+                     times, ii)
+
+
+def _flatten(x: Union[Task, LoopUnit, OuterUnit]) -> List[Task]:
+    if isinstance(x, OuterUnit):
+        return [t for y in x.nodes for t in _flatten(y)]
+    if isinstance(x, LoopUnit):
+        return list(x.body)
+    return [x]
 
 
 def _plan_loop(loop: Loop, loop_id: int, kernel: Kernel, env: Env, memory: Dict[str, str],
@@ -629,8 +745,10 @@ def _plan_loop(loop: Loop, loop_id: int, kernel: Kernel, env: Env, memory: Dict[
     for b in own:
         if b not in loop_bufs:
             loop_bufs.append(b)
-        if b in annotated:
+        if b in annotated and b in eligible:
             versions[b] = annotated[b]
+        elif b in annotated:
+            versions[b] = 1  # not multi-buffer eligible: the annotation does nothing
         elif b in eligible and b in chosen:
             versions[b] = chosen[b]
         elif b in eligible:
@@ -644,7 +762,7 @@ def _plan_loop(loop: Loop, loop_id: int, kernel: Kernel, env: Env, memory: Dict[
                     source_order), exact
 
 
-def _root_order(nodes: List[Union[Task, LoopUnit]], kernel: Kernel, env: Env,
+def _root_order(nodes: Sequence[Union[Task, LoopUnit, OuterUnit]], kernel: Kernel, env: Env,
                 memory: Dict[str, str], unseen: List[str]
                 ) -> Tuple[List[int], str, Optional[RootInput], Tuple[int, ...]]:
     """The root list's order (indices into ``nodes``): the compiler's
@@ -658,12 +776,7 @@ def _root_order(nodes: List[Union[Task, LoopUnit]], kernel: Kernel, env: Env,
         return src, (f"the kernel body's order is the source order "
                      f"({unseen[0]} is not modelled)"), None, ()
     try:
-        rnodes = []
-        for x in nodes:
-            if isinstance(x, LoopUnit):
-                rnodes.append(root_loop_node(x.src_body, x.schedule, x.extent, memory))
-            else:
-                rnodes.append(root_task_node(x, kernel, env, memory))
+        rnodes = [_node_of(x, kernel, env, memory) for x in nodes]
         inp = build_root_input(rnodes, lambda a, b, cross: _conflict(a, b, memory, False, set()))
     except Unmodelled as exc:
         return src, f"the kernel body's order is the source order ({exc})", None, ()
@@ -673,46 +786,83 @@ def _root_order(nodes: List[Union[Task, LoopUnit]], kernel: Kernel, env: Env,
     return sorted(range(n), key=lambda i: (times[i], i)), "", inp, times
 
 
-def plan_ascend(kernel: Kernel, env: Env, loops: Sequence[Loop] = ()) -> Optional[AscendPlan]:
-    memory = buffer_memory(kernel)
-    container, loop_stmts = _root_list(kernel, loops)
-    if not loop_stmts:
-        return None
-    annotated = annotated_versions(kernel, env)
-    versions: Dict[str, int] = {}
-    ranges: List[Tuple[str, int, int]] = []
-    loop_bufs: List[str] = []
-    exact = True
+def _list_nodes(stmts: Sequence[Stmt], loop_stmts: Sequence[Stmt], kernel: Kernel, env: Env,
+                memory: Dict[str, str], annotated: Dict[str, int], state: "_PlanState",
+                ) -> Tuple[List[Union[Task, LoopUnit]], List[str]]:
+    """Tasks and scheduled pipelined loops of a statement list (source order),
+    and the statements doing work the model does not place."""
     nodes: List[Union[Task, LoopUnit]] = []
-    units: List[LoopUnit] = []
     unseen: List[str] = []
-    for s in container:
+    for s in stmts:
         if any(s is ls for ls in loop_stmts) and s.loop is not None:
-            unit, ok = _plan_loop(s.loop, len(units), kernel, env, memory, annotated,
-                                  versions, ranges, loop_bufs)
-            exact = exact and ok
-            units.append(unit)
+            unit, ok = _plan_loop(s.loop, len(state.units), kernel, env, memory, annotated,
+                                  state.versions, state.ranges, state.loop_bufs)
+            state.exact = state.exact and ok
+            state.units.append(unit)
             nodes.append(unit)
             continue
         t = _make_task(s, memory, "pre")
         if t is not None:
             nodes.append(t)
-        elif s.kind in ("call", "loop", "serial", "macro", "if", "bind"):
+        elif s.kind in ("call", "loop", "serial", "macro", "if"):
             label = s.label if len(s.label) <= 40 else s.label[:39] + "…"
             unseen.append(f"`{label}`")
+    return nodes, unseen
+
+
+@dataclass
+class _PlanState:
+    versions: Dict[str, int] = field(default_factory=dict)
+    ranges: List[Tuple[str, int, int]] = field(default_factory=list)
+    loop_bufs: List[str] = field(default_factory=list)
+    units: List[LoopUnit] = field(default_factory=list)
+    exact: bool = True
+
+
+def plan_ascend(kernel: Kernel, env: Env, loops: Sequence[Loop] = ()) -> Optional[AscendPlan]:
+    memory = buffer_memory(kernel)
+    container, loop_stmts, outer_stmt, root_stmts = _root_list(kernel, loops)
+    if not loop_stmts:
+        return None
+    annotated = annotated_versions(kernel, env)
+    state = _PlanState()
+    outer: Optional[OuterUnit] = None
+    if outer_stmt is not None:
+        inner, inner_unseen = _list_nodes(container, loop_stmts, kernel, env, memory,
+                                          annotated, state)
+        outer = _plan_outer(outer_stmt, inner, kernel, env, memory, annotated, inner_unseen,
+                            state)
+        nodes: List[Union[Task, LoopUnit, OuterUnit]] = []
+        unseen: List[str] = []
+        for s in root_stmts:
+            if s is outer_stmt:
+                nodes.append(outer)
+                continue
+            t = _make_task(s, memory, "pre")
+            if t is not None:
+                nodes.append(t)
+            elif s.kind in ("call", "loop", "serial", "macro", "if"):
+                unseen.append(f"`{s.label if len(s.label) <= 40 else s.label[:39] + '…'}`")
+    else:
+        found, unseen = _list_nodes(container, loop_stmts, kernel, env, memory, annotated,
+                                    state)
+        nodes = list(found)
+    units = state.units
+    versions = state.versions
     order, root_note, root_input, root_times = _root_order(nodes, kernel, env, memory, unseen)
     tasks: List[Task] = []
     seen_loop = False
     for i in order:
         x = nodes[i]
-        if isinstance(x, LoopUnit):
-            tasks.extend(x.body)
-            seen_loop = True
-        else:
+        if isinstance(x, Task):
             x.region = "post" if seen_loop else "pre"
-            tasks.append(x)
+        else:
+            seen_loop = True
+        tasks.extend(_flatten(x))
     for i, t in enumerate(tasks):
         t.index = i
+        if t.outer and t.region != "loop":
+            t.region = "outer"
     first = units[0]
 
     # -- loop level ---------------------------------------------------------
@@ -725,6 +875,21 @@ def plan_ascend(kernel: Kernel, env: Env, loops: Sequence[Loop] = ()) -> Optiona
         _same_pipe_edges(closure, u.body, max_distance)
         emitted = _optimise(loop_points, closure, max_distance)
         _optimise_versions(emitted, closure, u.extent)
+        points.extend(emitted)
+        closures.append(closure)
+    # -- the serial loop around them ------------------------------------------
+    if outer is not None:
+        body = [t for t in tasks if t.outer]
+        outer_points = _collect(body, memory, outer.tainted, versions, "outer")
+        max_distance = max([1] + [p.distance for p in outer_points])
+        closure = Closure()
+        for c in closures:
+            for e in c.edges():
+                if e[2] == 0:
+                    closure.saturate(e, max_distance)
+        _same_pipe_edges(closure, body, max_distance)
+        emitted = _optimise(outer_points, closure, max_distance)
+        _optimise_versions(emitted, closure, outer.extent)
         points.extend(emitted)
         closures.append(closure)
     # -- root level ---------------------------------------------------------
@@ -740,7 +905,9 @@ def plan_ascend(kernel: Kernel, env: Env, loops: Sequence[Loop] = ()) -> Optiona
     # -- flag allocation ----------------------------------------------------
     extents = {u.loop_id: u.extent for u in units}
     allocations, cross_failed = _allocate(points, tasks)
-    calls = _materialize(points, allocations, tasks, extents)
+    calls = _materialize(points, allocations, tasks, extents,
+                         outer.extent if outer is not None else 1,
+                         outer.loop.var if outer is not None else "")
     gemm_l1 = any(t.gemm_l1 for t in tasks)
     calls, events, spilled, mutex_used = _rewrite_flag_to_buf(calls, gemm_l1)
     barriers = tuple(sorted({c.pipes[0] for c in calls if c.name == "barrier"}))
@@ -749,25 +916,29 @@ def plan_ascend(kernel: Kernel, env: Env, loops: Sequence[Loop] = ()) -> Optiona
         if a.domain == "Cube-Vector":
             cross.update(range(a.base, a.base + a.num_versions))
     alloc_order = [a.name for a in kernel.allocs]
-    loop_bufs.sort(key=lambda b: alloc_order.index(b) if b in alloc_order else len(alloc_order))
-    ranges.sort(key=lambda r: alloc_order.index(r[0]) if r[0] in alloc_order else len(alloc_order))
+    loop_bufs = sorted(state.loop_bufs, key=lambda b: alloc_order.index(b)
+                       if b in alloc_order else len(alloc_order))
+    ranges = sorted(state.ranges, key=lambda r: alloc_order.index(r[0])
+                    if r[0] in alloc_order else len(alloc_order))
     schedule = first.schedule
-    notes = [n for n in (schedule.reason, root_note) if n]
+    outer_note = outer.note if outer is not None else ""
+    notes = [n for n in (schedule.reason, outer_note, root_note) if n]
     result = AscendResult(
         versions=tuple((b, versions[b]) for b in loop_bufs),
-        versions_exact=exact,
+        versions_exact=state.exact,
         hard_events=tuple((ev, n, sp) for ev, (n, sp) in events.items()),
         spills=tuple(spilled),
         pipe_barriers=barriers,
         cross_core_slots=len(cross),
         mutex_ids=mutex_used,
-        schedule_exact=schedule.exact and not root_note,
+        schedule_exact=schedule.exact and not root_note and not outer_note,
         schedule_note="; ".join(notes),
         ii=schedule.ii if schedule.exact else None,
     )
     return AscendPlan(result, tasks, points, allocations, calls, first.loop, first.loop.var,
                       first.extent, events, spilled, mutex_used, cross_failed, tuple(ranges),
-                      schedule, first.source_order, units, root_note, root_input, root_times)
+                      schedule, first.source_order, units, root_note, root_input, root_times,
+                      outer)
 
 
 def _collect(body: List[Task], memory: Dict[str, str], tainted: Set[str],
@@ -777,6 +948,9 @@ def _collect(body: List[Task], memory: Dict[str, str], tainted: Set[str],
     for i in range(n):
         for j in range(n):
             a, b = body[i], body[j]
+            if level == "outer" and a.region == "loop" and b.region == "loop" \
+                    and a.loop_id == b.loop_id:
+                continue  # the inner loop's own
             same = i < j
             for buf, kind in _conflict(a, b, memory, not same, tainted):
                 v = versions.get(buf, 1)
@@ -797,7 +971,8 @@ def _collect_root(seq: List[Task], memory: Dict[str, str]) -> List[SyncPoint]:
     out = []
     for i, a in enumerate(seq):
         for b in seq[i + 1:]:
-            if a.region == "loop" and b.region == "loop" and a.loop_id == b.loop_id:
+            if a.region == "loop" and b.region == "loop" and a.loop_id == b.loop_id \
+                    or a.outer and b.outer:
                 continue
             for buf, kind in _conflict(a, b, memory, False, set()):
                 out.append(SyncPoint((a.index, False), (b.index, True), 0, 1, "root", buf, kind))
@@ -942,7 +1117,10 @@ def _cross_core_ring(p: SyncPoint, allocations: List[Allocation], points: List[S
 
 
 def _materialize(points: List[SyncPoint], allocations: List[Allocation],
-                 tasks: List[Task], extents: Dict[int, int]) -> List[SyncCall]:
+                 tasks: List[Task], extents: Dict[int, int], outer_extent: int = 1,
+                 outer_var: str = "") -> List[SyncCall]:
+    """The sync calls of ``points``, in program order.  An id of a loop inside
+    the serial loop counts the flattened iteration (outer * trip + inner)."""
     before: Dict[int, List[SyncCall]] = {}
     after: Dict[int, List[SyncCall]] = {}
 
@@ -951,18 +1129,27 @@ def _materialize(points: List[SyncPoint], allocations: List[Allocation],
 
     def guard(p: SyncPoint, site: Tuple[int, bool]) -> str:
         t = tasks[site[0]]
-        if p.level == "root" and t.region == "loop":
+        if p.level == "root" and t.region in ("loop", "outer") or \
+                p.level == "outer" and t.region == "loop":
             return "first" if site[1] else "last"
         return ""
 
     for p in points:
         s, d = tasks[p.src[0]], tasks[p.dst[0]]
-        vers = p.num_versions if p.level == "loop" else 1
+        vers = p.num_versions if p.level in ("loop", "outer") else 1
+        ext = (extents.get(s.loop_id, 1) if p.level == "loop"
+               else outer_extent if p.level == "outer" else 1)
+        flat = ""
+        if p.level == "loop" and s.outer:
+            inner = ext
+            ext = inner * outer_extent
+            if vers > 1 and inner % vers:
+                flat = f"(({outer_var} * {inner}) + {{var}})"
         if not _is_cross(p, tasks) and s.pipe == d.pipe:
             if s.pipe in _IMPLICIT_ORDER:
                 continue
             before.setdefault(d.index, []).insert(0, SyncCall(
-                "barrier", d.core, (s.pipe,), 0, 1, where(d), guard(p, p.dst), task=d.index))
+                "barrier", d.core, (s.pipe,), 0, 1, where(d), guard(p, p.dst), task=d.index, extent=ext, flat=flat, level=p.level))
             continue
         ev = hard_event(s.pipe, d.pipe)
         pp, cp = ev.split("_", 1)
@@ -970,25 +1157,25 @@ def _materialize(points: List[SyncPoint], allocations: List[Allocation],
             if s.core == AIV:
                 after.setdefault(s.index, []).append(SyncCall(
                     "intra_arrive", s.core, (pp,), p.base, vers, where(s), guard(p, p.src),
-                    task=s.index, after=True))
+                    task=s.index, after=True, extent=ext, flat=flat, level=p.level))
                 for sid in range(NUM_AIV_SUBCORES):
                     before.setdefault(d.index, []).insert(0, SyncCall(
                         "intra_wait", d.core, (cp,), p.base + 16 * sid, vers, where(d),
-                        guard(p, p.dst), task=d.index))
+                        guard(p, p.dst), task=d.index, extent=ext, flat=flat, level=p.level))
             else:
                 for sid in range(NUM_AIV_SUBCORES):
                     after.setdefault(s.index, []).append(SyncCall(
                         "intra_arrive", s.core, (pp,), p.base + 16 * sid, vers, where(s),
-                        guard(p, p.src), task=s.index, after=True))
+                        guard(p, p.src), task=s.index, after=True, extent=ext, flat=flat, level=p.level))
                 before.setdefault(d.index, []).insert(0, SyncCall(
                     "intra_wait", d.core, (cp,), p.base, vers, where(d), guard(p, p.dst),
-                    task=d.index))
+                    task=d.index, extent=ext, flat=flat, level=p.level))
             continue
         after.setdefault(s.index, []).append(SyncCall(
             "notify", s.core, (pp, cp), p.base, vers, where(s), guard(p, p.src),
-            task=s.index, after=True))
+            task=s.index, after=True, extent=ext, flat=flat, level=p.level))
         before.setdefault(d.index, []).insert(0, SyncCall(
-            "wait", d.core, (pp, cp), p.base, vers, where(d), guard(p, p.dst), task=d.index))
+            "wait", d.core, (pp, cp), p.base, vers, where(d), guard(p, p.dst), task=d.index, extent=ext, flat=flat, level=p.level))
 
     prefix: List[SyncCall] = []
     suffix: List[SyncCall] = []
@@ -1021,9 +1208,7 @@ def _materialize(points: List[SyncPoint], allocations: List[Allocation],
     out: List[SyncCall] = list(prefix)
     for t in tasks:
         for c in before.get(t.index, []) + after.get(t.index, []):
-            if c.where == "loop":
-                c = replace(c, loop_id=t.loop_id, extent=extents.get(t.loop_id, 1))
-            out.append(c)
+            out.append(replace(c, loop_id=t.loop_id))
     out.extend(suffix)
     return out
 
@@ -1177,8 +1362,11 @@ def ascend_diagnostics(kernel: Kernel, plan: AscendPlan) -> List[Diagnostic]:
 
 
 def _id_text(c: SyncCall, var: str, extent: int, cast: bool) -> str:
-    if c.where == "loop" and c.versions > 1:
+    if c.where in ("loop", "outer") and c.versions > 1:
         v = c.versions
+        extent = c.extent if c.extent > 1 else extent
+        if c.flat:
+            var = c.flat.format(var=var)
         if extent <= v:
             core = var
         elif v & (v - 1) == 0:
@@ -1218,6 +1406,25 @@ def render_ascend_preview(kernel: Kernel, env: Env, loops: Sequence[Loop] = (),
         return ""
     loop_of = {u.loop_id: (u.loop.var, u.extent) for u in plan.units}
     lines: List[str] = []
+    outer = plan.outer
+
+    def nest(obj: Union[SyncCall, Task]) -> List[object]:
+        t = obj if isinstance(obj, Task) else (
+            plan.tasks[obj.task] if obj.task >= 0 else None)
+        if t is None:
+            return []
+        where = obj.region if isinstance(obj, Task) else obj.where
+        out: List[object] = ["O"] if t.outer and outer is not None else []
+        if where == "loop":
+            out.append(t.loop_id)
+        return out
+
+    def head(level: object) -> Tuple[str, int]:
+        if level == "O" and outer is not None:
+            return outer.loop.var, outer.extent
+        return loop_of.get(level if isinstance(level, int) else -1,
+                           (plan.loop_var, plan.extent))
+
     cores = [c for c in (AIC, AIV) if any(t.core == c for t in plan.tasks)]
     for core in cores:
         if len(cores) > 1:
@@ -1232,19 +1439,21 @@ def render_ascend_preview(kernel: Kernel, env: Env, loops: Sequence[Loop] = (),
             items.append(t)
             items.extend(c for c in calls if c.task == t.index and c.after)
         items.extend(c for c in calls if c.task < 0 and c.where != "prefix")
-        open_loop = -1
-        var, ext = plan.loop_var, plan.extent
+        stack: List[object] = []  # "O" (the serial loop) and/or an inner loop id
         for obj in items:
-            where = obj.where if isinstance(obj, SyncCall) else obj.region
-            lid = obj.loop_id if where == "loop" else -1
-            if lid != open_loop:
-                if open_loop >= 0:
-                    lines.append("}")
-                if lid >= 0:
-                    var, ext = loop_of.get(lid, (plan.loop_var, plan.extent))
-                    lines.append(f"for (int32_t {var} = 0; {var} < {ext}; ++{var}) {{")
-                open_loop = lid
-            ind = "  " if where == "loop" else ""
+            want = nest(obj)
+            keep = 0
+            while keep < min(len(stack), len(want)) and stack[keep] == want[keep]:
+                keep += 1
+            while len(stack) > keep:
+                stack.pop()
+                lines.append("  " * len(stack) + "}")
+            while len(stack) < len(want):
+                v, e = head(want[len(stack)])
+                lines.append("  " * len(stack) + f"for (int32_t {v} = 0; {v} < {e}; ++{v}) {{")
+                stack.append(want[len(stack)])
+            ind = "  " * len(stack)
+            var, ext = head(stack[-1]) if stack else (plan.loop_var, plan.extent)
             if isinstance(obj, Task):
                 t = obj
                 label = t.stmt.label if len(t.stmt.label) <= 60 else t.stmt.label[:59] + "…"
@@ -1253,16 +1462,23 @@ def render_ascend_preview(kernel: Kernel, env: Env, loops: Sequence[Loop] = (),
             c = obj
             text = render_call(c, var, ext)
             if c.guard:
-                cond = f"{var} == 0" if c.guard == "first" else f"{var} == {ext - 1}"
-                lines.append(f"{ind}if ({cond}) {{")
+                # A root-level point's guard holds on every enclosing loop's
+                # first/last iteration, a serial loop's point on the inner loop's.
+                levels = stack if c.level == "root" else stack[-1:]
+                conds = []
+                for lv in levels:
+                    v, e = head(lv)
+                    conds.append(f"{v} == 0" if c.guard == "first" else f"{v} == {e - 1}")
+                lines.append(f"{ind}if ({' && '.join(conds)}) {{")
                 for ln in text.splitlines():
                     lines.append(f"{ind}  {ln}")
                 lines.append(f"{ind}}}")
             else:
                 for ln in text.splitlines():
                     lines.append(ind + ln)
-        if open_loop >= 0:
-            lines.append("}")
+        while stack:
+            stack.pop()
+            lines.append("  " * len(stack) + "}")
     return "\n".join(lines) + ("\n" if lines else "")
 
 

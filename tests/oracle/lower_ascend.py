@@ -33,17 +33,18 @@ _VF_FUNC = re.compile(r"__(simt|simd)_vf__")
 _KERNEL = re.compile(r'extern "C" __global__ __(cube|vector|mix__\(\d+, \d+\))__ void')
 
 
-def _values(expr: str, var: Optional[str], lo: int, hi: int) -> Tuple[int, ...]:
+def _values(expr: str, loops: List[Tuple[str, int, int]]) -> Tuple[int, ...]:
+    """The values ``expr`` takes over the enclosing loops it mentions (an id
+    inside a loop nest is the flattened iteration modulo the ring)."""
     expr = expr.strip()
-    if var is None or not re.search(rf"\b{re.escape(var)}\b", expr):
-        try:
-            return (int(eval(expr, {}, {})),)
-        except Exception:
-            return ()
+    used = [lp for lp in loops if re.search(rf"\b{re.escape(lp[0])}\b", expr)]
+    envs: List[Dict[str, int]] = [{}]
+    for name, first, stop in used:
+        envs = [dict(e, **{name: k}) for e in envs for k in range(first, stop)]
     vals = set()
-    for k in range(lo, hi):
+    for e in envs:
         try:
-            vals.add(int(eval(expr, {}, {var: k})))
+            vals.add(int(eval(expr, {}, e)))
         except Exception:
             return ()
     return tuple(sorted(vals))
@@ -77,23 +78,22 @@ def extract(source: str) -> Dict[str, object]:
             loop = (fm.group(1), int(fm.group(2)), int(fm.group(3)))
         loops = [lp for _, lp in stack if lp is not None]
         cur = loops[-1] if loops else None
-        var, lo, hi = (cur if cur else (None, 0, 1))
         if not in_vf and core is not None:
             m = _NOTIFY.search(s)
             if m:
                 calls.append((core, "asc_sync_" + m.group(1), (m.group(2), m.group(3)),
-                              _values(m.group(4), var, lo, hi), cur is not None))
+                              _values(m.group(4), loops), cur is not None))
             m = _PIPE.search(s)
             if m:
                 calls.append((core, "asc_sync_pipe", (m.group(1),), (0,), cur is not None))
             m = _INTRA.search(s)
             if m:
                 calls.append((core, "asc_sync_intra_" + m.group(1), (m.group(2),),
-                              _values(m.group(3), var, lo, hi), cur is not None))
+                              _values(m.group(3), loops), cur is not None))
             m = _LOCK.search(s)
             if m:
                 calls.append((core, "asc_lock", (m.group(1),),
-                              _values(m.group(2), var, lo, hi), cur is not None))
+                              _values(m.group(2), loops), cur is not None))
                 lock_modes.append(calls[-1] + (m.group(3),))
         opens = line.count("{")
         closes = line.count("}")
