@@ -67,7 +67,7 @@ def sync_preview(kr: "KernelResult", lr: "LoopResult", target: str = "sm_80") ->
 # Width: every line a reader sees is at most WIDTH characters
 # --------------------------------------------------------------------------
 
-WIDTH = 100
+WIDTH = 100  # hover_view.WIDTH (the summary line is fitted there)
 _REF_DEF = re.compile(r"^\[[^\]]+\]: \S+$")
 
 
