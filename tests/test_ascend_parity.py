@@ -342,3 +342,17 @@ def test_outer_ring_ids_count_the_flattened_iteration(oracle):
         (FIXTURES / "gemm_outer_preload.py").read_text()), kernel), plan=plan)
     assert "static_cast<event_t>((((t * 4) + k) % 3))" in text
     assert "for (int32_t t = 0; t < 4; ++t) {" in text
+
+
+def test_two_loops_share_the_event_budget(oracle):
+    """gemm_two_loops_spill: rings of 5 (loop 2, ids 0..4) and 4 (loop 1, ids
+    5..8) on MTE1_MTE2 and on MTE2_MTE1 make 9 ids each; RewriteFlagToBuf keeps
+    the 5-ring and turns loop 1's ring into locks (mutex 2..5 and 6..9 in the
+    compiler's source).  The budget is the kernel's, not a loop's."""
+    o = oracle["gemm_two_loops_spill.py"]
+    assert o["spilled"] == {"MTE1_MTE2": [2, 3, 4, 5], "MTE2_MTE1": [6, 7, 8, 9]}
+    _, plan = _plan("gemm_two_loops_spill.py")
+    got = {ev: list(range(m, m + hi - lo + 1)) for ev, lo, hi, m in plan.result.spills}
+    assert got == o["spilled"]
+    assert [(ev, lo, hi) for ev, lo, hi, _ in plan.result.spills] == [
+        ("MTE1_MTE2", 5, 8), ("MTE2_MTE1", 5, 8)]
