@@ -12,6 +12,7 @@ still analysed) and an editor can re-parse just the chunk that changed.
 from __future__ import annotations
 
 import ast
+import bisect
 import dataclasses
 import io
 import re
@@ -19,12 +20,12 @@ import tokenize
 import warnings
 from dataclasses import dataclass, field, replace as dc_replace
 from functools import lru_cache
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union, cast
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from . import ops as ops_mod
+from . import ops as ops_mod, relevance
 from .model import (
     Access,
     Alloc,
@@ -220,12 +221,20 @@ CLAUSE_KEYWORDS = frozenset({"else", "elif", "except", "finally"})
 def _ast_starts(source: str) -> Optional[List[int]]:
     """0-based first lines of the top-level statements, or None when the file
     does not parse (or nests too deeply for CPython's parser)."""
+    tree = _ast_tree(source)
+    return None if tree is None else _tree_starts(tree)
+
+
+def _ast_tree(source: str) -> Optional[ast.Module]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            tree = ast.parse(source)
+            return ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+
+
+def _tree_starts(tree: ast.Module) -> List[int]:
     starts: List[int] = []
     for node in tree.body:
         first = node.lineno
@@ -362,6 +371,9 @@ class ChunkModel:
     iter_helpers: Tuple[IterHelper, ...] = ()
 
 
+_NO_MODEL = ChunkModel()
+
+
 def parse_module(source: str) -> Module:
     """Parse a whole file into a :class:`Module`.  Never raises."""
     big = too_large(source)
@@ -370,8 +382,29 @@ def parse_module(source: str) -> Module:
     try:
         source = normalise_newlines(source)
         aliases = find_aliases(source)
-        chunks = split_chunks(source)
-        models = [parse_chunk(c.text, c.start_line, aliases) for c in chunks]
+        tree = _ast_tree(source)
+        if tree is None:
+            chunks = split_chunks(source)
+            models = [parse_chunk(c.text, c.start_line, aliases) for c in chunks]
+            return combine(models, aliases)
+        # The file parses: the chunks are cut at the statements of CPython's
+        # tree, and only those the analysis can read get a libcst model (the
+        # others have nothing a kernel reads; see relevance.py).
+        starts = _tree_starts(tree)
+        chunks = chunks_at(source_lines(source), starts)
+        _note_parsed(chunks)
+        firsts = [c.start_line for c in chunks]
+        nodes: List[List[ast.stmt]] = [[] for _ in chunks]
+        for node, first in zip(tree.body, starts, strict=True):
+            nodes[bisect.bisect_right(firsts, first + 1) - 1].append(node)
+        try:
+            keep: Optional[set] = relevance.relevant_chunks(
+                [c.text for c in chunks], firsts, source_lines(source), nodes)
+        except RecursionError:
+            keep = None
+        models = [parse_chunk(c.text, c.start_line, aliases) if keep is None or i in keep
+                  else _NO_MODEL
+                  for i, c in enumerate(chunks)]
         return combine(models, aliases)
     except RecursionError:
         return Module(problems=(_problem("TL001", Span(1, 0, 1, 0),
@@ -647,7 +680,7 @@ def _calls_in(node: cst.CSTNode, out: List[cst.Call]) -> List[cst.Call]:
         n = stack.pop()
         t = type(n)
         if t is cst.Call:
-            out.append(n)
+            out.append(cast(cst.Call, n))
         elif t is cst.FunctionDef:
             continue
         kids = code_children(n)
@@ -822,10 +855,14 @@ class _Builder:
         return ".".join(parts)
 
     # ---- expressions ------------------------------------------------------
-    def expr(self, node: Optional[cst.BaseExpression]) -> Expr:
+    def expr(self, node: Any) -> Expr:
+        # ``node``: a libcst BaseExpression or None.  Typed Any because the
+        # dispatch below tests ``type(node) is ...`` once into ``t`` (libcst's
+        # classes are final: ``is`` skips ABCMeta's isinstance), which mypy
+        # does not narrow on.
         if node is None:
             return Const(None)
-        t = type(node)  # (libcst's classes are final: ``is`` skips ABCMeta's isinstance)
+        t = type(node)
         if t is cst.Integer:
             try:
                 return Const(int(node.value.replace("_", ""), 0))
@@ -2473,7 +2510,7 @@ _AUGOPS = {
     cst.PowerAssign: "**", cst.LeftShiftAssign: "<<", cst.RightShiftAssign: ">>",
     cst.BitAndAssign: "&", cst.BitOrAssign: "|", cst.BitXorAssign: "^",
 }
-_CMPOPS = {
+_CMPOPS: Dict[type, str] = {
     cst.LessThan: "<", cst.LessThanEqual: "<=", cst.GreaterThan: ">",
     cst.GreaterThanEqual: ">=", cst.Equal: "==", cst.NotEqual: "!=",
     cst.In: "in", cst.NotIn: "not in", cst.Is: "is", cst.IsNot: "is not",
