@@ -551,6 +551,18 @@ class AscendStatement:
 
 
 @dataclass(frozen=True)
+class AscendLoop:
+    """One pipelined loop of an Ascend kernel, its body in the auto-scheduler's
+    order (``exact``: the compiler's order; else ``note`` says why not)."""
+
+    line: int
+    statements: Tuple[AscendStatement, ...] = ()
+    exact: bool = False
+    note: str = ""
+    ii: Optional[int] = None
+
+
+@dataclass(frozen=True)
 class AscendResult:
     versions: Tuple[Tuple[str, int], ...] = ()
     versions_exact: bool = False
@@ -571,6 +583,8 @@ class AscendResult:
     ii: Optional[int] = None
     preview: str = ""  # the Ascend C sync calls of the loop (priming, body, draining)
     loop_line: Optional[int] = None  # the modelled loop (the first pipelined one)
+    # Every pipelined loop modelled (the first one's statements are above too).
+    loops: Tuple[AscendLoop, ...] = ()
 
 
 @dataclass(frozen=True)

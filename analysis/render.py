@@ -8,6 +8,7 @@ from typing import Dict, List, Optional, Sequence
 from .model import (
     Analysis,
     AscendResult,
+    AscendStatement,
     BufferInfo,
     Diagnostic,
     KernelResult,
@@ -122,11 +123,11 @@ def kernel_json(kr: KernelResult) -> Dict[str, object]:
                 "exact": asc.schedule_exact,
                 "note": asc.schedule_note,
                 "ii": asc.ii,
-                "statements": [{"line": st.line, "label": st.label, "pipe": st.pipe,
-                                "core": st.core, "start": st.start,
-                                "latency": st.latency, "ii": st.ii}
-                               for st in asc.statements],
+                "statements": ascend_statements_json(asc.statements),
             },
+            "loops": [{"line": lp.line, "exact": lp.exact, "note": lp.note, "ii": lp.ii,
+                       "statements": ascend_statements_json(lp.statements)}
+                      for lp in asc.loops],
             "preview": asc.preview,
         },
     }
@@ -320,10 +321,19 @@ def ascend_event_json(asc: AscendResult, name: str, slots: int, spilled: bool
     return {"slots": slots, "spilled": spilled, "ids_before": before, "locks": locks}
 
 
+def ascend_statements_json(statements: Sequence[AscendStatement]) -> List[Dict[str, object]]:
+    return [{"line": st.line, "label": st.label, "pipe": st.pipe, "core": st.core,
+             "start": st.start, "latency": st.latency, "ii": st.ii} for st in statements]
+
+
 def ascend_schedule_rows(asc: AscendResult) -> List[List[str]]:
     """The Ascend loop body in the auto-scheduler's order, one row per task."""
+    return _ascend_rows(asc.statements)
+
+
+def _ascend_rows(statements: Sequence[AscendStatement]) -> List[List[str]]:
     rows = []
-    for st in asc.statements:
+    for st in statements:
         rows.append([str(st.line), st.core, st.pipe, _v(st.start), _v(st.latency),
                      _v(st.ii), _short(st.label, 40)])
     return rows
@@ -348,6 +358,13 @@ def ascend_text(asc: AscendResult) -> List[str]:
     if asc.statements:
         out.append("  " + ascend_schedule_title(asc))
         table = text_table(ASCEND_SCHEDULE_HEADER, ascend_schedule_rows(asc))
+        out.extend("    " + ln for ln in table.splitlines())
+    for lp in asc.loops[1:]:
+        how = (f"the auto-scheduler's order (II {lp.ii} cycles)" if lp.exact and lp.ii
+               else "the auto-scheduler's order, which its dependencies force" if lp.exact
+               else f"a predicted order ({lp.note})")
+        out.append(f"  loop at line {lp.line}, body in {how}:")
+        table = text_table(ASCEND_SCHEDULE_HEADER, _ascend_rows(lp.statements))
         out.extend("    " + ln for ln in table.splitlines())
     if asc.versions:
         out.append("  versions: " + ", ".join(f"{b}×{n}" for b, n in asc.versions)

@@ -53,6 +53,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from .model import (
     Access,
+    AscendLoop,
     AscendResult,
     AscendStatement,
     Const,
@@ -520,17 +521,21 @@ def analyze_ascend(kernel: Kernel, env: Env, loops: Sequence[Loop] = ()
         preview = render_ascend_preview(kernel, env, loops, plan=plan)
     except Exception:
         preview = ""
-    result = replace(plan.result, statements=_statements(plan), preview=preview,
+    per_loop = tuple(AscendLoop(
+        line=u.loop.span.line, statements=_statements(u), exact=u.schedule.exact,
+        note=u.schedule.reason, ii=u.schedule.ii if u.schedule.exact else None)
+        for u in plan.units)
+    result = replace(plan.result, statements=per_loop[0].statements if per_loop else (),
+                     preview=preview, loops=per_loop,
                      loop_line=plan.loop.span.line if plan.loop is not None else None)
     return result, ascend_diagnostics(kernel, plan)
 
 
-def _statements(plan: "AscendPlan") -> Tuple[AscendStatement, ...]:
-    sched = plan.schedule
-    body = [t for t in plan.tasks if t.region == "loop" and t.loop_id == 0]
+def _statements(unit: "LoopUnit") -> Tuple[AscendStatement, ...]:
+    sched = unit.schedule
     out = []
-    for pos, t in enumerate(body):
-        src = plan.source_order[pos] if pos < len(plan.source_order) else pos
+    for pos, t in enumerate(unit.body):
+        src = unit.source_order[pos] if pos < len(unit.source_order) else pos
         timed = sched is not None and sched.exact and src < len(sched.start_times)
         inp = sched.input if sched is not None else None
         out.append(AscendStatement(
