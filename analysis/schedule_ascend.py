@@ -969,14 +969,41 @@ def _pair_deps(prod: RootNode, cons: RootNode, conflict: Conflict[Any], cross: b
 
 
 def build_outer_input(nodes: Sequence[RootNode], is_loop: Sequence[bool],
-                      annotated: Dict[str, int], conflict: Conflict[Any]) -> SchedulerInput:
+                      annotated: Dict[str, int], free: Sequence[str], kernel: Kernel,
+                      env: Env, memory: Dict[str, str], conflict: Conflict[Any]
+                      ) -> SchedulerInput:
     """The loop scheduler's arguments for a serial loop's body whose nodes are
     tasks and whole pipelined loops: a dependency per ordered pair of nodes
-    and storage (distance 0 forwards, the annotated versions or 1 backwards;
-    a loop's hazards with itself are its own), latency as in
-    :func:`build_root_input`; no version variables (raises
-    :class:`Unmodelled` for a node the cost model lacks)."""
+    and storage (distance 0 forwards; backwards the annotated versions, the
+    version variable of a ``free`` buffer, or 1; a loop's hazards with itself
+    are its own), latency as in :func:`build_root_input`.  A serial loop has
+    no num_stages (1).  Its memory groups count every other on-chip buffer of
+    the body once (measured: the compiler's capacities for the serial loop
+    subtract each L1/L0C/UB buffer's size, not size x versions)."""
     n = len(nodes)
+    allocs = _alloc_info(kernel, env)
+    onchip: List[str] = []
+    for node in nodes:
+        for t in node.tasks:
+            for b in list(t.reads) + list(t.writes):
+                if memory.get(b, "GM") not in ("GM", "REG") and b not in onchip:
+                    onchip.append(b)
+    simt = any("T.SimtVF" in st.scope for st in walk_stmts(kernel.body))
+    caps = {sc: _LIMITS.get(sc, _UB_BYTES_WITH_SIMT if simt else _UB_BYTES) for sc in _SCOPES}
+    members: Dict[str, List[int]] = {sc: [] for sc in _SCOPES}
+    sizes: List[int] = []
+    var_of: Dict[str, int] = {}
+    for b in onchip:
+        if b not in allocs:
+            raise Unmodelled(f"shape of {b}")
+        scope = _MEM_SCOPE[memory[b]]
+        size = _nbytes(*allocs[b])
+        if b in free:
+            var_of[b] = len(sizes)
+            members[scope].append(len(sizes))
+            sizes.append(size)
+        else:
+            caps[scope] -= size
     deps: List[Tuple[int, int, int, int]] = []
     for i in range(n):
         for j in range(n):
@@ -984,15 +1011,18 @@ def build_outer_input(nodes: Sequence[RootNode], is_loop: Sequence[bool],
                 continue
             cross = i >= j
             for buf, latency in _pair_deps(nodes[i], nodes[j], conflict, cross):
-                deps.append((i, j, 0 if not cross else annotated.get(buf, 1), latency))
+                d = 0 if not cross else (-var_of[buf] - 1 if buf in var_of
+                                         else annotated.get(buf, 1))
+                deps.append((i, j, d, latency))
     res = []
     for i in range(n):
         for j in range(i + 1, n):
             if (nodes[i].flags & nodes[j].flags & ~_SCALAR_BIT) or (nodes[i].hbm & nodes[j].hbm):
                 res.append((i, j))
-    groups = tuple((_LIMITS.get(sc, _UB_BYTES),) for sc in _SCOPES)
+    groups = tuple((caps[sc],) + tuple(members[sc]) for sc in _SCOPES)
     return SchedulerInput(1, tuple(x.latency for x in nodes), tuple(x.ii for x in nodes),
-                          tuple(x.flags for x in nodes), tuple(deps), tuple(res), (), groups)
+                          tuple(x.flags for x in nodes), tuple(deps), tuple(res),
+                          tuple(sizes), groups, tuple(sorted(var_of, key=lambda b: var_of[b])))
 
 
 def build_root_input(nodes: Sequence[RootNode], conflict: Conflict[Any]) -> RootInput:

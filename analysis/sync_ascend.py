@@ -648,9 +648,6 @@ def _plan_outer(stmt: Stmt, nodes: List[Union[Task, LoopUnit]], kernel: Kernel, 
                 state.versions.setdefault(b, 1)
             else:
                 state.versions.setdefault(b, 1)
-    if free:
-        state.exact = False
-        unseen = unseen + [f"the versions of {free[0]}, which the serial loop's scheduler picks"]
     start = env.eval_int(loop.start) if loop.start is not None else 0
     stop = env.eval_int(loop.stop)
     extent = (stop - (start or 0)) if stop is not None else 1 << 20
@@ -659,6 +656,9 @@ def _plan_outer(stmt: Stmt, nodes: List[Union[Task, LoopUnit]], kernel: Kernel, 
         for t in (x.src_body if isinstance(x, LoopUnit) else [x]):
             t.outer = True
     src = list(range(len(nodes)))
+    exact_before = state.exact
+    if free:
+        state.exact = False  # until the scheduler has picked them
     if unseen:
         return OuterUnit(loop, nodes, extent, tainted, None,
                          f"the serial loop's body keeps the source order ({unseen[0]} "
@@ -666,6 +666,7 @@ def _plan_outer(stmt: Stmt, nodes: List[Union[Task, LoopUnit]], kernel: Kernel, 
     try:
         rnodes = [_node_of(x, kernel, env, memory) for x in nodes]
         inp = build_outer_input(rnodes, [isinstance(x, LoopUnit) for x in nodes], fixed,
+                                free, kernel, env, memory,
                                 lambda a, b, cross: _conflict(a, b, memory, cross, tainted))
     except Unmodelled as exc:
         return OuterUnit(loop, nodes, extent, tainted, None,
@@ -674,7 +675,10 @@ def _plan_outer(stmt: Stmt, nodes: List[Union[Task, LoopUnit]], kernel: Kernel, 
     if out is None:
         return OuterUnit(loop, nodes, extent, tainted, None,
                          "the serial loop's body keeps the source order (no z3-solver)", inp)
-    times, _, ii = out
+    times, chosen, ii = out
+    for b, v in zip(inp.version_buffers, chosen, strict=False):
+        state.versions[b] = v
+    state.exact = exact_before
     t0 = min(times)
     times = tuple(x - t0 for x in times)
     order = sorted(src, key=lambda i: (times[i], i))
