@@ -545,6 +545,42 @@ def _consider_key(a: TaskLike, b: TaskLike, buf: str) -> Tuple[int, int]:
     return len(passes), 0
 
 
+def _memory_vars(tasks: Sequence[TaskLike], kernel: Kernel, allocs: _Allocs,
+                 memory: Dict[str, str], copies: Callable[[str], Optional[int]]
+                 ) -> Tuple[Dict[str, int], Dict[str, List[int]], List[int], Dict[str, int]]:
+    """The on-chip buffers of ``tasks`` (reads first, then writes) against the
+    scopes' capacities: ``copies(b)`` is how many copies of b are reserved, or
+    None for a version variable.  (capacity left per scope, variable ids per
+    scope, variable sizes, buffer -> variable id)."""
+    onchip: List[str] = []
+    for t in tasks:
+        for b in list(t.reads):
+            if memory.get(b, "GM") not in ("GM", "REG") and b not in onchip:
+                onchip.append(b)
+    for t in tasks:
+        for b in list(t.writes):
+            if memory.get(b, "GM") not in ("GM", "REG") and b not in onchip:
+                onchip.append(b)
+    simt = any("T.SimtVF" in st.scope for st in walk_stmts(kernel.body))
+    caps = {sc: _LIMITS.get(sc, _UB_BYTES_WITH_SIMT if simt else _UB_BYTES) for sc in _SCOPES}
+    members: Dict[str, List[int]] = {sc: [] for sc in _SCOPES}
+    sizes: List[int] = []
+    var_of: Dict[str, int] = {}
+    for b in onchip:
+        if b not in allocs:
+            raise Unmodelled(f"shape of {b}")
+        scope = _MEM_SCOPE[memory[b]]
+        size = _nbytes(*allocs[b])
+        n = copies(b)
+        if n is None:
+            var_of[b] = len(sizes)
+            members[scope].append(len(sizes))
+            sizes.append(size)
+        else:
+            caps[scope] -= size * n
+    return caps, members, sizes, var_of
+
+
 def build_input(tasks: Sequence[_T], kernel: Kernel, env: Env, memory: Dict[str, str],
                 annotated: Dict[str, int], eligible: Sequence[str], num_stages: int,
                 conflict: Conflict[_T]) -> SchedulerInput:
@@ -572,33 +608,9 @@ def build_input(tasks: Sequence[_T], kernel: Kernel, env: Env, memory: Dict[str,
         hbm.append((1 if t.core == "AIC" else 2) if touches_gm else 0)
 
     # Version variables and memory groups.
-    onchip: List[str] = []
-    for t in tasks:
-        for b in list(t.reads):
-            if memory.get(b, "GM") not in ("GM", "REG") and b not in onchip:
-                onchip.append(b)
-    for t in tasks:
-        for b in list(t.writes):
-            if memory.get(b, "GM") not in ("GM", "REG") and b not in onchip:
-                onchip.append(b)
-    simt = any("T.SimtVF" in st.scope for st in walk_stmts(kernel.body))
-    caps = {s: _LIMITS.get(s, _UB_BYTES_WITH_SIMT if simt else _UB_BYTES) for s in _SCOPES}
-    members: Dict[str, List[int]] = {s: [] for s in _SCOPES}
-    sizes: List[int] = []
-    var_of: Dict[str, int] = {}
-    for b in onchip:
-        if b not in allocs:
-            raise Unmodelled(f"shape of {b}")
-        scope = _MEM_SCOPE[memory[b]]
-        size = _nbytes(*allocs[b])
-        if b not in eligible:
-            caps[scope] -= size
-        elif b in annotated:
-            caps[scope] -= size * annotated[b]
-        else:
-            var_of[b] = len(sizes)
-            members[scope].append(len(sizes))
-            sizes.append(size)
+    caps, members, sizes, var_of = _memory_vars(
+        tasks, kernel, allocs, memory,
+        lambda b: 1 if b not in eligible else annotated.get(b))
     for s in _SCOPES:
         if members[s] and (caps[s] < 0 or sum(sizes[i] for i in members[s]) > caps[s]):
             raise Unmodelled(f"{s} over capacity (the compiler fails)")
@@ -981,29 +993,9 @@ def build_outer_input(nodes: Sequence[RootNode], is_loop: Sequence[bool],
     the body once (measured: the compiler's capacities for the serial loop
     subtract each L1/L0C/UB buffer's size, not size x versions)."""
     n = len(nodes)
-    allocs = _alloc_info(kernel, env)
-    onchip: List[str] = []
-    for node in nodes:
-        for t in node.tasks:
-            for b in list(t.reads) + list(t.writes):
-                if memory.get(b, "GM") not in ("GM", "REG") and b not in onchip:
-                    onchip.append(b)
-    simt = any("T.SimtVF" in st.scope for st in walk_stmts(kernel.body))
-    caps = {sc: _LIMITS.get(sc, _UB_BYTES_WITH_SIMT if simt else _UB_BYTES) for sc in _SCOPES}
-    members: Dict[str, List[int]] = {sc: [] for sc in _SCOPES}
-    sizes: List[int] = []
-    var_of: Dict[str, int] = {}
-    for b in onchip:
-        if b not in allocs:
-            raise Unmodelled(f"shape of {b}")
-        scope = _MEM_SCOPE[memory[b]]
-        size = _nbytes(*allocs[b])
-        if b in free:
-            var_of[b] = len(sizes)
-            members[scope].append(len(sizes))
-            sizes.append(size)
-        else:
-            caps[scope] -= size
+    caps, members, sizes, var_of = _memory_vars(
+        [t for node in nodes for t in node.tasks], kernel, _alloc_info(kernel, env), memory,
+        lambda b: None if b in free else 1)
     deps: List[Tuple[int, int, int, int]] = []
     for i in range(n):
         for j in range(n):
