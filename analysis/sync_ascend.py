@@ -66,6 +66,7 @@ from .model import (
     Opaque,
     Slice,
     Stmt,
+    Subscript,
     TupleExpr,
     walk_stmts,
 )
@@ -241,6 +242,8 @@ def classify(stmt: Stmt, memory: Dict[str, str]) -> Optional[Tuple[str, str, boo
     kind = stmt.kind
     if kind in ("bind", "annotation", "alloc", "other"):
         return None
+    if kind == "vf":  # a T.SimdVF block of register intrinsics
+        return ("V", AIV, False)
     if kind == "copy":
         src = _mem(stmt.reads[0].buffer, memory) if stmt.reads else "GM"
         dst = _mem(stmt.writes[0].buffer, memory) if stmt.writes else "GM"
@@ -287,6 +290,78 @@ def _index_key(acc: Access) -> Tuple[str, ...]:
     return tuple(expr_text(i) if not isinstance(i, Slice) else
                  f"{expr_text(i.lower) if i.lower else ''}:{expr_text(i.upper) if i.upper else ''}"
                  for i in acc.indices)
+
+
+# Register intrinsics of a T.SimdVF block that store to a UB address (their
+# first argument); the loads (vld, vld2, pld) and register ops only read.
+_SIMD_STORES = ("vsts", "vsstb", "pst")
+
+
+def _stored_buffer(call: Stmt) -> Optional[str]:
+    if call.call is None or not call.call.args:
+        return None
+    if call.op.rsplit(".", 1)[-1] not in _SIMD_STORES:
+        return None
+    e = call.call.args[0]
+    while isinstance(e, Subscript):
+        e = e.value
+    return e.id if isinstance(e, Name) else None
+
+
+def _vf_block(stmts: Sequence[Stmt]) -> Optional[Stmt]:
+    """Consecutive statements of one ``T.SimdVF`` block written with register
+    intrinsics, as the single V task the compiler makes of the block: it reads
+    every buffer the intrinsics mention and writes the ones a store
+    intrinsic addresses.  None when the block touches no buffer."""
+    reads: Dict[str, Access] = {}
+    writes: Dict[str, Access] = {}
+    for st in walk_stmts(stmts):
+        if st.children:
+            continue  # a loop or branch: its statements are visited themselves
+        stored = _stored_buffer(st) if st.kind == "call" else None
+        address_seen = False
+        for a in st.reads:
+            if a.buffer == stored and not address_seen:
+                address_seen = True  # the store's address operand
+                writes.setdefault(a.buffer, a)
+            else:
+                reads.setdefault(a.buffer, a)
+        for a in st.writes:
+            writes.setdefault(a.buffer, a)
+    if not reads and not writes:
+        return None
+    first, last = stmts[0], stmts[-1]
+    span = replace(first.span, end_line=last.span.end_line, end_col=last.span.end_col)
+    return replace(first, kind="vf", op="T.SimdVF", span=span,
+                   reads=tuple(reads.values()), writes=tuple(writes.values()),
+                   label=f"T.SimdVF block ({len(stmts)} statement{'s' if len(stmts) != 1 else ''})",
+                   children=tuple(stmts), loop=None, call=None, target=None, value=None)
+
+
+def _group_vf_blocks(stmts: Sequence[Stmt], memory: Dict[str, str]) -> List[Stmt]:
+    """``stmts`` with each run of statements inside a ``T.SimdVF`` scope that
+    the pipes do not classify (register intrinsics, their scalar bindings and
+    loops) replaced by one V-task statement.  Two blocks written back to back
+    become one task: the frontend keeps no boundary between them, and their
+    hazards are V-to-V (issue order, no flags)."""
+    out: List[Stmt] = []
+    run: List[Stmt] = []
+
+    def flush() -> None:
+        if run:
+            block = _vf_block(run)
+            if block is not None:
+                out.append(block)
+            run.clear()
+
+    for st in stmts:
+        if "T.SimdVF" in st.scope and (st.kind == "bind" or classify(st, memory) is None):
+            run.append(st)
+            continue
+        flush()
+        out.append(st)
+    flush()
+    return out
 
 
 def _make_task(stmt: Stmt, memory: Dict[str, str], region: str) -> Optional[Task]:
@@ -705,7 +780,8 @@ def _plan_loop(loop: Loop, loop_id: int, kernel: Kernel, env: Env, memory: Dict[
     extent = (stop - (start or 0)) if stop is not None else 1 << 20
     num_stages = env.eval_int(loop.num_stages) if loop.num_stages is not None else None
     tainted = _loop_tainted(loop)
-    src_body = [t for t in (_make_task(s, memory, "loop") for s in loop.body) if t is not None]
+    body_stmts = _group_vf_blocks(loop.body, memory)
+    src_body = [t for t in (_make_task(s, memory, "loop") for s in body_stmts) if t is not None]
     for t in src_body:
         t.loop_id = loop_id
     own: List[str] = []
@@ -731,7 +807,7 @@ def _plan_loop(loop: Loop, loop_id: int, kernel: Kernel, env: Env, memory: Dict[
     # body of S.* intrinsics, an unknown T.* call): the compiler schedules them,
     # so no order that leaves them out can be claimed as its order.
     unseen = []
-    for st in loop.body:
+    for st in body_stmts:
         if classify(st, memory) is not None:
             continue
         vf = next((sc for sc in st.scope if sc.endswith("VF")), None)
@@ -802,7 +878,7 @@ def _list_nodes(stmts: Sequence[Stmt], loop_stmts: Sequence[Stmt], kernel: Kerne
     and the statements doing work the model does not place."""
     nodes: List[Union[Task, LoopUnit]] = []
     unseen: List[str] = []
-    for s in stmts:
+    for s in _group_vf_blocks(stmts, memory):
         if any(s is ls for ls in loop_stmts) and s.loop is not None:
             unit, ok = _plan_loop(s.loop, len(state.units), kernel, env, memory, annotated,
                                   state.versions, state.ranges, state.loop_bufs)

@@ -380,3 +380,19 @@ def test_explain_lists_every_loop(oracle):
         assert lp["exact"] and lp["ii"] == theirs["ii"]
     assert "loop at line 23, body in the auto-scheduler's order (II 328 cycles)" in \
         render.explain_text(analysis)
+
+
+def test_simd_block_is_one_v_task_with_its_handoffs(oracle):
+    """vec_simd_intrinsics_v4: the compiler's loop scheduler sees three tasks
+    (MTE2, V, MTE3 = resource flags 2, 16, 4), the T.SimdVF block of S.*
+    intrinsics being one V task, and InsertSync gives the MTE2->V and V->MTE3
+    hand-offs their 4-id rings; ours has the same tasks and flags."""
+    o = oracle["vec_simd_intrinsics_v4.py"]
+    (theirs,) = o["scheduler"]
+    assert theirs["resource_flags"] == [2, 16, 4]
+    _, plan = _plan("vec_simd_intrinsics_v4.py")
+    from analysis.schedule_ascend import PIPE_BITS
+    assert [PIPE_BITS[t.pipe] for t in plan.units[0].src_body] == theirs["resource_flags"]
+    ours = {ev: n for ev, n, _ in plan.result.hard_events}
+    assert ours["MTE2_V"] == o["slots"]["MTE2_V"] == 4
+    assert ours["V_MTE3"] == o["slots"]["V_MTE3"] == 4
