@@ -88,6 +88,7 @@ from .schedule_ascend import (
 from .values import Env
 
 INTRA_CORE_FLAGS = 8
+_UNKNOWN_EXTENT = 1 << 20  # a trip count that could not be evaluated
 CROSS_CORE_FLAGS = 16
 MUTEX_POOL = 32
 GEMM_L1_MUTEX_IDS = 2
@@ -182,8 +183,8 @@ class SyncCall:
         """The ids it takes over its loop."""
         if self.where not in ("loop", "outer") or self.versions <= 1:
             return (self.base,)
-        return tuple(sorted({k % self.versions + self.base
-                             for k in range(max(self.extent, 1))}))
+        # k % versions + base over k in range(extent)
+        return tuple(range(self.base, self.base + min(max(self.extent, 1), self.versions)))
 
 
 @dataclass
@@ -654,13 +655,14 @@ class OuterUnit:
 
 
 def _root_list(kernel: Kernel, loops: Sequence[Loop]
-               ) -> Tuple[List[Stmt], List[Stmt], Optional[Stmt], List[Stmt]]:
+               ) -> Tuple[List[Stmt], List[Stmt], Optional[Stmt], List[Stmt], str]:
     """The statement list holding the first pipelined loop and its pipelined
     loops; when that list is the body of a serial loop directly in the kernel
-    body, that loop statement and the kernel body (else None and the list)."""
+    body, that loop statement and the kernel body (else None and the list);
+    and, when other constructs enclose the list, what is not modelled."""
     _, _, _, first = _pipelined_loop(kernel, loops)
     if first is None:
-        return list(kernel.body), [], None, list(kernel.body)
+        return list(kernel.body), [], None, list(kernel.body), ""
 
     def find(stmts: Sequence[Stmt], path: List[Stmt]) -> Optional[List[Stmt]]:
         for s in stmts:
@@ -678,7 +680,12 @@ def _root_list(kernel: Kernel, loops: Sequence[Loop]
         s is first or s.loop.kind == "pipelined" and (not spans or s.loop.span in spans))]
     outer = path[0] if len(path) == 1 and path[0].loop is not None \
         and path[0].loop.kind == "serial" else None
-    return container, units, outer, (list(kernel.body) if outer is not None else container)
+    note = ""
+    if path and outer is None:
+        what = path[0].label if len(path[0].label) <= 40 else path[0].label[:39] + "…"
+        note = (f"the construct around the pipelined loop (`{what}`) is not modelled: "
+                f"its hazards across iterations have no flags here")
+    return container, units, outer, (list(kernel.body) if outer is not None else container), note
 
 
 def _node_of(x: Union[Task, LoopUnit, OuterUnit], kernel: Kernel, env: Env,
@@ -688,6 +695,8 @@ def _node_of(x: Union[Task, LoopUnit, OuterUnit], kernel: Kernel, env: Env,
             raise Unmodelled(x.note or "the serial loop around the pipelined loop")
         return x.rnode
     if isinstance(x, LoopUnit):
+        if x.extent >= _UNKNOWN_EXTENT:
+            raise Unmodelled(f"the trip count of the loop over {x.loop.var} is not known")
         return root_loop_node(x.src_body, x.schedule, x.extent, memory)
     return root_task_node(x, kernel, env, memory)
 
@@ -725,12 +734,14 @@ def _plan_outer(stmt: Stmt, nodes: List[Union[Task, LoopUnit]], kernel: Kernel, 
                 state.versions.setdefault(b, 1)
     start = env.eval_int(loop.start) if loop.start is not None else 0
     stop = env.eval_int(loop.stop)
-    extent = (stop - (start or 0)) if stop is not None else 1 << 20
+    extent = (stop - (start or 0)) if stop is not None else _UNKNOWN_EXTENT
     tainted = _loop_tainted(loop)
     for x in nodes:
         for t in (x.src_body if isinstance(x, LoopUnit) else [x]):
             t.outer = True
     src = list(range(len(nodes)))
+    if stop is None:
+        unseen = unseen + [f"the trip count of the loop over {loop.var}"]
     exact_before = state.exact
     if free:
         state.exact = False  # until the scheduler has picked them
@@ -777,7 +788,7 @@ def _plan_loop(loop: Loop, loop_id: int, kernel: Kernel, env: Env, memory: Dict[
     Returns the unit and whether its versions are the compiler's."""
     start = env.eval_int(loop.start) if loop.start is not None else 0
     stop = env.eval_int(loop.stop)
-    extent = (stop - (start or 0)) if stop is not None else 1 << 20
+    extent = (stop - (start or 0)) if stop is not None else _UNKNOWN_EXTENT
     num_stages = env.eval_int(loop.num_stages) if loop.num_stages is not None else None
     tainted = _loop_tainted(loop)
     body_stmts = _group_vf_blocks(loop.body, memory)
@@ -906,7 +917,7 @@ class _PlanState:
 
 def plan_ascend(kernel: Kernel, env: Env, loops: Sequence[Loop] = ()) -> Optional[AscendPlan]:
     memory = buffer_memory(kernel)
-    container, loop_stmts, outer_stmt, root_stmts = _root_list(kernel, loops)
+    container, loop_stmts, outer_stmt, root_stmts, nest_note = _root_list(kernel, loops)
     if not loop_stmts:
         return None
     annotated = annotated_versions(kernel, env)
@@ -1006,7 +1017,7 @@ def plan_ascend(kernel: Kernel, env: Env, loops: Sequence[Loop] = ()) -> Optiona
     ranges = sorted(state.ranges, key=lambda r: alloc_order.index(r[0])
                     if r[0] in alloc_order else len(alloc_order))
     schedule = first.schedule
-    outer_note = outer.note if outer is not None else ""
+    outer_note = outer.note if outer is not None else nest_note
     notes = [n for n in (schedule.reason, outer_note, root_note) if n]
     result = AscendResult(
         versions=tuple((b, versions[b]) for b in loop_bufs),

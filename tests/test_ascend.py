@@ -166,3 +166,23 @@ def test_never_raises_on_odd_kernels():
     env = values.build_env(module, kernel)
     result, diags = analyze_ascend(kernel, env)
     assert result is not None
+
+
+def test_loops_around_the_serial_loop_are_said_to_be_unmodelled():
+    # Two T.serial levels around the pipelined loop: only one enclosing serial
+    # loop is modelled (its cross-tile flags, e.g. FIX->M); for any other
+    # nesting the hazards across the outer iterations have no flags here, so
+    # the result must not claim the compiler's schedule.
+    src = (FIX / "gemm_outer_tiles.py").read_text().replace(
+        "            for t in T.serial(tiles):\n",
+        "            for u in T.serial(1):\n             for t in T.serial(tiles):\n")
+    module = frontend.parse_module(src)
+    kernel = module.kernels[0]
+    plan = plan_ascend(kernel, values.build_env(module, kernel))
+    assert not plan.result.schedule_exact
+    assert "for u in T.serial(1)" in plan.result.schedule_note
+    # One serial loop (the fixture itself) is modelled: FIX_M is there.
+    kernel, env = _load("gemm_outer_tiles.py")
+    plan = plan_ascend(kernel, env)
+    assert plan.result.schedule_exact and "FIX_M" in dict(
+        (e, n) for e, n, _ in plan.result.hard_events)
