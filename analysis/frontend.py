@@ -873,6 +873,13 @@ class _Builder:
                 return Const(float(node.value.replace("_", "")))
             except ValueError:
                 return Opaque(node.value)
+        if t is cst.SimpleString:
+            v = node.value
+            if v[0] in "\"'" and "\\" not in v and "\r" not in v:
+                # No prefix, no escape: the text between the quotes (what
+                # ``evaluated_value``'s ast.literal_eval gives, without a parse).
+                q = 3 if v[:3] in ('"""', "'''") else 1
+                return Const(v[q:-q])
         if t in (cst.SimpleString, cst.ConcatenatedString):
             try:
                 val = node.evaluated_value

@@ -12,9 +12,11 @@ The walk is the one ``host.kernel_inputs`` does per kernel on chunk models
 done here once for all kernels together and on ``ast`` nodes, where every
 name set is a superset of the one the chunk model gives:
 
-* seeds: the chunks that can define a kernel (a word among ``prim_func``,
-  ``macro``, ``jit``, ``Kernel``... in their text); the names they need are
-  every word of their text (comments included: ``# tilelint: bind``);
+* seeds: the chunks that can define a kernel or a macro (a function, at any
+  depth, decorated with a name ending in ``prim_func``, ``macro``, ``jit`` or
+  ``lazy_jit``: the only places ``frontend._Builder`` builds them); the names
+  they need are every word of their text (comments included:
+  ``# tilelint: bind``);
 * a needed name pulls in the chunks that define it (functions, classes,
   methods: with every name their definition mentions) or assign it at module
   level (with the names the assignment reads);
@@ -34,14 +36,15 @@ Pure: no I/O, nothing imported from the analysis.
 from __future__ import annotations
 
 import ast
+import bisect
 import re
-from functools import lru_cache
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 _WORD = re.compile(r"[^\W\d]\w*")
-# Words without which a chunk defines no kernel (decorators and launches).
-SEED_WORDS = frozenset({"prim_func", "macro", "jit", "lazy_jit", "Kernel", "ScopeKernel",
-                        "ClusterKernel"})
+_NEWLINE = re.compile("\n")
+# The last parts of the decorators under which the frontend finds kernels
+# and macros (``T.prim_func``, ``T.macro``, ``tilelang.jit``, ``lazy_jit``).
+SEED_WORDS = frozenset({"prim_func", "macro", "jit", "lazy_jit"})
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _TESTS = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.With, ast.AsyncWith)
@@ -84,6 +87,15 @@ def _dotted(e: ast.expr) -> Optional[str]:
     return ".".join(reversed(parts))
 
 
+def _seed_decorator(d: ast.expr) -> bool:
+    """A decorator under which the frontend can find a kernel (its dotted
+    name, called or not, ends in one of SEED_WORDS)."""
+    if isinstance(d, ast.Call):
+        d = d.func
+    name = _dotted(d)
+    return name is not None and name.split(".")[-1] in SEED_WORDS
+
+
 def _call_keys(call: ast.Call) -> Set[str]:
     """The names under which a call site is filed (its callee, whole and last part)."""
     out: Set[str] = set()
@@ -117,9 +129,8 @@ def _base(st: ast.stmt) -> Optional[str]:
     return None
 
 
-@lru_cache(maxsize=4096)
-def _word_rx(word: str) -> "re.Pattern[str]":
-    return re.compile(r"(?<!\w)" + re.escape(word) + r"(?!\w)")
+def _is_word_char(c: str) -> bool:
+    return c.isalnum() or c == "_"
 
 
 class _Lines:
@@ -131,6 +142,17 @@ class _Lines:
     def words(self, first: int, last: int) -> Set[str]:
         return set(_WORD.findall("".join(self.lines[first - 1:last])))
 
+    def call_words(self, first: int, last: int, callee: str) -> Set[str]:
+        """The words of a statement that mentions ``callee``, without the
+        callee itself when its one mention is a call (``callee(``): what
+        the statement reads besides the function it calls."""
+        text = "".join(self.lines[first - 1:last])
+        found = _WORD.findall(text)
+        if found.count(callee) == 1 and re.search(
+                r"(?<!\w)" + re.escape(callee) + r"\s*\(", text):
+            return set(found) - {callee}
+        return set(found)
+
     def of(self, node: ast.stmt) -> Set[str]:
         """The words of a statement's lines (a superset of the names in it)."""
         first = node.lineno
@@ -138,13 +160,17 @@ class _Lines:
             first = min(first, dec.lineno)
         return self.words(first, node.end_lineno or node.lineno)
 
-    def head(self, node: ast.stmt) -> Set[str]:
+    def head(self, node: ast.stmt, name: str = "") -> Set[str]:
         """The words of a statement's lines up to its body (a compound
-        statement's test, iterator, target; a def's decorators and parameters)."""
+        statement's test, iterator, target; a def's decorators and parameters:
+        without the def's ``name`` when that is its one mention there)."""
         first = node.lineno
         for dec in getattr(node, "decorator_list", ()):
             first = min(first, dec.lineno)
-        return self.words(first, _head_end(node))
+        found = _WORD.findall("".join(self.lines[first - 1:_head_end(node)]))
+        if name and found.count(name) == 1:
+            return set(found) - {name}
+        return set(found)
 
 
 def _head_end(node: ast.stmt) -> int:
@@ -214,6 +240,9 @@ class _Chunk:
         self.lines = lines
         self._defs: Optional[Dict[str, List[ast.stmt]]] = None
         self._places: List[_Place] = []
+        self.seed = False  # a def decorated prim_func, macro, jit or lazy_jit
+        self._at: Optional[Dict[int, _Place]] = None
+        self._breaks: List[int] = []
         self.classes: Set[str] = set()
         self.consts: Dict[str, Set[str]] = {}
         self.top: List[ast.stmt] = []
@@ -233,6 +262,8 @@ class _Chunk:
                 n, depth, funcs, classes = stack.pop()
                 if isinstance(n, _DEFS):
                     self._defs.setdefault(n.name, []).append(n)
+                    if not self.seed:
+                        self.seed = any(_seed_decorator(d) for d in n.decorator_list)
                     first = min([n.lineno] + [d.lineno for d in n.decorator_list])
                     self._places.append((first, _head_end(n), depth, funcs, classes, n))
                     if isinstance(n, ast.ClassDef):
@@ -251,22 +282,32 @@ class _Chunk:
     def mentions(self, word: str) -> List[Tuple[Set[str], Tuple[str, ...], Tuple[str, ...]]]:
         """Where the chunk mentions ``word`` (a superset of its call sites of
         ``word``): the words of the statement there, its functions, its classes."""
-        _ = self.defs
+        if self._at is None:
+            _ = self.defs
+            at: Dict[int, _Place] = {}
+            # The innermost statement owning each line: deeper ones overwrite.
+            for p in sorted(self._places, key=lambda p: p[2]):
+                for line in range(p[0], p[1] + 1):
+                    at[line] = p
+            self._at = at
+            self._breaks = [m.start() for m in _NEWLINE.finditer(self.text)]
         out = []
-        rx = _word_rx(word)
         seen: Set[int] = set()
-        for m in rx.finditer(self.text):
-            line = self.first_line + self.text.count("\n", 0, m.start())
-            if line in seen:
+        text = self.text
+        end = len(word)
+        pos = text.find(word)
+        while pos >= 0:
+            hit = pos
+            pos = text.find(word, pos + 1)
+            if (hit and _is_word_char(text[hit - 1])) or \
+                    (hit + end < len(text) and _is_word_char(text[hit + end])):
                 continue
-            seen.add(line)
-            best: Optional[_Place] = None
-            for p in self._places:
-                if p[0] <= line <= p[1] and (best is None or p[2] > best[2]):
-                    best = p
-            if best is None:  # a comment or blank line between statements
+            line = self.first_line + bisect.bisect_left(self._breaks, hit)
+            best = self._at.get(line)
+            if best is None or id(best) in seen:  # a comment or blank line; a repeat
                 continue
-            out.append((self.lines.words(best[0], best[1]), best[3], best[4]))
+            seen.add(id(best))
+            out.append((self.lines.call_words(best[0], best[1], word), best[3], best[4]))
         return out
 
     def module_stmt(self, st: ast.stmt) -> None:
@@ -315,7 +356,8 @@ def relevant_chunks(texts: Sequence[str], firsts: Sequence[int], lines: Sequence
     def having(n: str) -> Sequence[int]:
         return index.get(n, ())
 
-    seeds = [i for i, w in enumerate(words) if not SEED_WORDS.isdisjoint(w)]
+    seeds = [i for i, w in enumerate(words)
+             if not SEED_WORDS.isdisjoint(w) and info(i).defs is not None and info(i).seed]
     relevant: Set[int] = set(seeds)
     if not seeds:
         return relevant
@@ -372,7 +414,7 @@ def relevant_chunks(texts: Sequence[str], firsts: Sequence[int], lines: Sequence
                     for d in info(i).defs.get(f, ()):
                         if isinstance(d, _FUNCS):
                             relevant.add(i)
-                            need |= src.head(d)
+                            need |= src.head(d, d.name)
                             while _frame_names(d.body, need, src):
                                 pass
             framed[f] = len(need)
