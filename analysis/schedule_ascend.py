@@ -802,6 +802,23 @@ def _solve(inp: SchedulerInput) -> Optional[Solution]:
     return tuple(times), tuple(versions), best_ii
 
 
+def solve_now_or_later(inp: SchedulerInput) -> Tuple[Optional[Solution], str]:
+    """The solution of ``inp``, or None and why: inside :func:`deferred_solving`
+    an input not solved yet is queued for the caller instead."""
+    pending = _DEFER.get()
+    if pending is not None and solver_version() is not None:
+        out = cached(inp)
+        if out is None:
+            if inp not in pending:
+                pending.append(inp)
+            return None, "the auto-scheduler's order is being computed"
+        return out, ""
+    out = solve(inp)
+    if out is None:
+        return None, "z3-solver is not installed: pip install 'tilelint[ascend]'"
+    return out, ""
+
+
 def forced_order(tasks: Sequence[_T], conflict: Conflict[_T]) -> bool:
     """True when the loop's same-iteration dependencies leave one order: each
     task depends on the one before it.  Then every schedule, whatever the
@@ -843,19 +860,9 @@ def schedule_loop(tasks: Sequence[_T], kernel: Kernel, env: Env, memory: Dict[st
         return _without_times(tasks, conflict, str(exc))
     except Exception as exc:  # never take the editor down
         return AscendSchedule(tuple(range(n)), False, f"internal: {type(exc).__name__}")
-    pending = _DEFER.get()
-    if pending is not None and solver_version() is not None:
-        out = cached(inp)
-        if out is None:
-            if inp not in pending:
-                pending.append(inp)
-            return _without_times(tasks, conflict,
-                                  "the auto-scheduler's order is being computed", inp)
-    else:
-        out = solve(inp)
+    out, why = solve_now_or_later(inp)
     if out is None:
-        return _without_times(tasks, conflict,
-                              "z3-solver is not installed: pip install 'tilelint[ascend]'", inp)
+        return _without_times(tasks, conflict, why, inp)
     times, versions, ii = out
     t0 = min(times) if times else 0
     order = tuple(sorted(range(n), key=lambda i: (times[i] - t0, i)))

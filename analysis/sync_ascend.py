@@ -82,7 +82,7 @@ from .schedule_ascend import (
     root_loop_node,
     root_task_node,
     schedule_loop,
-    solve,
+    solve_now_or_later,
     solve_root,
 )
 from .values import Env
@@ -757,10 +757,10 @@ def _plan_outer(stmt: Stmt, nodes: List[Union[Task, LoopUnit]], kernel: Kernel, 
     except Unmodelled as exc:
         return OuterUnit(loop, nodes, extent, tainted, None,
                          f"the serial loop's body keeps the source order ({exc})")
-    out = solve(inp)
+    out, why = solve_now_or_later(inp)
     if out is None:
         return OuterUnit(loop, nodes, extent, tainted, None,
-                         "the serial loop's body keeps the source order (no z3-solver)", inp)
+                         f"the serial loop's body keeps the source order ({why})", inp)
     times, chosen, ii = out
     for b, v in zip(inp.version_buffers, chosen, strict=False):
         state.versions[b] = v

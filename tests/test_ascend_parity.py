@@ -8,8 +8,12 @@ of the compiler's Z3 loop scheduler.  Compared with ``analysis.schedule_ascend``
 and ``analysis.sync_ascend``: the scheduler's inputs, its start times, II and
 versions, the flags, spills, barriers, cross-core slots, lock ids and the sync
 calls of the AscendC source.  Skipped when tilelang is not importable.
-Total time on 2 cores: about 45 s (the 9-18-task vector loops take 1-6 s each,
-in the compiler and again in the model).
+The oracle also records the compiler's straight-line scheduler (the kernel
+body: tasks and whole loops) and the scheduler of a T.serial loop around the
+pipelined loops; kernels with two loops, an outer loop, a SimdVF block of
+intrinsics and mixed cube->vector epilogues are here.  Total time on 2 shared
+cores: about 90 s (the 9-18-task vector loops take 1-6 s each, in the compiler
+and again in the model).
 """
 
 from __future__ import annotations

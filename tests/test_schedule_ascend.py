@@ -264,3 +264,24 @@ def test_a_simd_block_of_intrinsics_is_one_v_task():
     assert set(vf.reads) == {"x"} and set(vf.writes) == {"z"}
     assert plan.schedule.exact and plan.schedule.ii is None
     assert "T.SimdVF" in plan.schedule.reason
+
+
+def test_deferred_solving_covers_the_serial_loop():
+    # gemm_outer_tiles: the K loop is solved first, then the T.serial loop
+    # around it (its input needs the K loop's start times); under deferred
+    # solving each solve is queued in turn and nothing is claimed meanwhile.
+    pytest.importorskip("z3")
+    from analysis.schedule_ascend import deferred_solving
+    clear_cache()
+    with deferred_solving() as pending:
+        plan = _plan("gemm_outer_tiles.py")
+    assert not plan.result.schedule_exact and len(pending) == 1
+    solve(pending[0])
+    with deferred_solving() as pending:
+        plan = _plan("gemm_outer_tiles.py")
+    assert not plan.result.schedule_exact and "being computed" in plan.outer.note
+    assert pending == [plan.outer.input]
+    solve(pending[0])
+    with deferred_solving() as pending:
+        plan = _plan("gemm_outer_tiles.py")
+    assert plan.result.schedule_exact and pending == [] and plan.outer.ii == 4033
