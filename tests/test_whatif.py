@@ -166,7 +166,10 @@ def test_cli_and_hover_show_the_engine():
                                    loop_line))
     assert sorted(hrows) == [1, 2, 3, 4, 5]
     assert [hrows[n]["bytes"] for n in (1, 2, 3, 4)] == [GEMM_SM80[n][0] for n in (1, 2, 3, 4)]
-    assert hrows[3]["versions"] == "A_shared×3, B_shared×3, C_local×1"
+    # The hover lists only the buffers that are multiplied (issue 19): at
+    # num_stages=3 the two shared tiles have 3 versions; C_local (a fragment,
+    # one version) is not listed.
+    assert hrows[3]["versions"] == "A_shared×3, B_shared×3"
     # Inside the steady-state loop: 2 __syncthreads and one wait_group<2> (of the
     # kernel's [2, 1, 0], the 1 and 0 drain the epilogue after the loop).
-    assert hrows[3]["sync"] == "sync×2, wait_group [2]"
+    assert hrows[3]["sync"] == "sync×2, wait 2"  # the hover's short form (issue 19)

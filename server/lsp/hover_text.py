@@ -138,7 +138,9 @@ def ascend_loop_hover(kr: "KernelResult", lr: "LoopResult", path: Optional[str] 
                       " (not all fixed: the scheduler picks the rest, at most num_stages)"))
     if asc.hard_events:
         # two events a line, so that no entry is split over two lines
-        events = [f"`{ev}` {n}" + (" **spilled to locks**" if sp else "")
+        # ids InsertSync gave the event → ids still in use after RewriteFlagToBuf
+        events = [(f"`{ev}` {render.ascend_event_json(asc, ev, n, sp)['ids_before']} → {n}"
+                   + " **spilled to locks**") if sp else f"`{ev}` {n}"
                   for ev, n, sp in asc.hard_events]
         out.append("Flags per hard event: " + ",  \n".join(
             ", ".join(events[i:i + 2]) for i in range(0, len(events), 2))
