@@ -897,13 +897,19 @@ def _list_nodes(stmts: Sequence[Stmt], loop_stmts: Sequence[Stmt], kernel: Kerne
             state.units.append(unit)
             nodes.append(unit)
             continue
-        t = _make_task(s, memory, "pre")
+        t = _task_or_unseen(s, memory, unseen)
         if t is not None:
             nodes.append(t)
-        elif s.kind in ("call", "loop", "serial", "macro", "if"):
-            label = s.label if len(s.label) <= 40 else s.label[:39] + "…"
-            unseen.append(f"`{label}`")
     return nodes, unseen
+
+
+def _task_or_unseen(s: Stmt, memory: Dict[str, str], unseen: List[str]) -> Optional[Task]:
+    """The task of a statement outside the pipelined loops, or None; a
+    statement doing work the model does not place is named in ``unseen``."""
+    t = _make_task(s, memory, "pre")
+    if t is None and s.kind in ("call", "loop", "serial", "macro", "if"):
+        unseen.append(f"`{s.label if len(s.label) <= 40 else s.label[:39] + '…'}`")
+    return t
 
 
 @dataclass
@@ -934,11 +940,9 @@ def plan_ascend(kernel: Kernel, env: Env, loops: Sequence[Loop] = ()) -> Optiona
             if s is outer_stmt:
                 nodes.append(outer)
                 continue
-            t = _make_task(s, memory, "pre")
+            t = _task_or_unseen(s, memory, unseen)
             if t is not None:
                 nodes.append(t)
-            elif s.kind in ("call", "loop", "serial", "macro", "if"):
-                unseen.append(f"`{s.label if len(s.label) <= 40 else s.label[:39] + '…'}`")
     else:
         found, unseen = _list_nodes(container, loop_stmts, kernel, env, memory, annotated,
                                     state)
