@@ -49,6 +49,7 @@ from typing import Any, Dict, FrozenSet, Iterable, List, NamedTuple, Optional, S
 from . import frontend, pipeline, schedule_ascend
 from .model import (
     Analysis,
+    AscendLoop,
     AscendStatement,
     Call,
     CallSite,
@@ -428,7 +429,7 @@ def relocate(obj: Any, moves: Moves, strict: bool, memo: Dict[int, Any]) -> Any:
 _LEAVES: Set[type] = {str, int, float, bool, type(None), complex, bytes}
 
 # Plain-int fields that are a source line (moved like a Span's first line).
-_LINE_INTS: Dict[type, Tuple[str, ...]] = {AscendStatement: ("line",)}
+_LINE_INTS: Dict[type, Tuple[str, ...]] = {AscendStatement: ("line",), AscendLoop: ("line",)}
 
 
 def _relocate_line(line: int, moves: Moves, strict: bool) -> int:

@@ -7,6 +7,7 @@ from typing import Dict, List, Optional, Sequence
 
 from .model import (
     Analysis,
+    AscendLoop,
     AscendResult,
     AscendStatement,
     BufferInfo,
@@ -342,6 +343,18 @@ def _ascend_rows(statements: Sequence[AscendStatement]) -> List[List[str]]:
 ASCEND_SCHEDULE_HEADER = ("line", "core", "pipe", "start", "latency", "II", "statement")
 
 
+def ascend_loop_rows(lp: AscendLoop) -> List[List[str]]:
+    """One pipelined loop of an Ascend kernel (``AscendResult.loops``), a row per task."""
+    return _ascend_rows(lp.statements)
+
+
+def ascend_loop_title(lp: AscendLoop) -> str:
+    how = (f"the auto-scheduler's order (II {lp.ii} cycles)" if lp.exact and lp.ii
+           else "the auto-scheduler's order, which its dependencies force" if lp.exact
+           else f"a predicted order ({lp.note})")
+    return f"body in {how}:"
+
+
 def ascend_schedule_title(asc: AscendResult) -> str:
     if asc.schedule_exact and asc.ii is None:
         return (f"loop body in the auto-scheduler's order, which its dependencies force "
@@ -360,11 +373,8 @@ def ascend_text(asc: AscendResult) -> List[str]:
         table = text_table(ASCEND_SCHEDULE_HEADER, ascend_schedule_rows(asc))
         out.extend("    " + ln for ln in table.splitlines())
     for lp in asc.loops[1:]:
-        how = (f"the auto-scheduler's order (II {lp.ii} cycles)" if lp.exact and lp.ii
-               else "the auto-scheduler's order, which its dependencies force" if lp.exact
-               else f"a predicted order ({lp.note})")
-        out.append(f"  loop at line {lp.line}, body in {how}:")
-        table = text_table(ASCEND_SCHEDULE_HEADER, _ascend_rows(lp.statements))
+        out.append(f"  loop at line {lp.line}, {ascend_loop_title(lp)}")
+        table = text_table(ASCEND_SCHEDULE_HEADER, ascend_loop_rows(lp))
         out.extend("    " + ln for ln in table.splitlines())
     if asc.versions:
         out.append("  versions: " + ", ".join(f"{b}×{n}" for b, n in asc.versions)

@@ -239,3 +239,18 @@ def test_flash_attention_sm80_rows_summary_and_statement_sync():
     md = _statement(kr, lr, "for i in T.Parallel(block_M)")
     assert "stage **2** · order **5** of 13" in md
     assert "right before it: —  \nright after it: —" in md
+
+
+def test_ascend_second_loop_has_its_own_schedule():
+    """An Ascend kernel with two pipelined loops (the second at line 23, its
+    body on lines 24-26): hovering the second loop shows that loop's tasks,
+    not a "not modelled" note (every loop is scheduled; the parity suite
+    compares each loop's order with the compiler's)."""
+    a = _analysis(ASCEND / "gemm_two_loops.py", "ascend")
+    (kr,) = a.kernels
+    second = next(lr for lr in kr.loops if lr.loop.span.line == 23)
+    md = hover_text.loop_hover(kr, second, "ascend", uri=URI, path="gemm_two_loops.py")
+    assert "Not modelled" not in md
+    rows = [ln for ln in md.splitlines() if ln.startswith("| ") and "T." in ln]
+    assert sorted(int(re.match(r"\| (\d+)", r).group(1)) for r in rows) == [24, 25, 26]
+    assert not _too_wide(md)

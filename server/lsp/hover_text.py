@@ -11,6 +11,7 @@ from .lazy import model, render
 if TYPE_CHECKING:  # pragma: no cover
     from tilelint.analysis.model import (
         Alloc,
+        AscendLoop,
         BufferInfo,
         Kernel,
         KernelResult,
@@ -120,15 +121,24 @@ def _ref_defs(md: str, uri: Optional[str]) -> str:
     return md + "\n\n" + "\n".join(f"[L{n}]: {uri}#L{n}" for n in lines)
 
 
-def ascend_loop_hover(kr: "KernelResult", lr: "LoopResult", path: Optional[str] = None) -> str:
+def ascend_loop_hover(kr: "KernelResult", lr: "LoopResult", path: Optional[str] = None,
+                      later: Optional[AscendLoop] = None) -> str:
     """An Ascend loop: the auto-scheduler's task order, versions, flags and
-    the Ascend C sync the compiler emits."""
+    the Ascend C sync the compiler emits.  ``later``: a pipelined loop after
+    the kernel's first one (its own schedule; versions, flags and the sync
+    code are the kernel's, allocated across its loops)."""
     asc = kr.ascend
     assert asc is not None  # loop_hover calls this only with an Ascend result
     loop = lr.loop
     out: List[str] = [f"**`T.Pipelined` loop over `{loop.var}` (Ascend)**"
                       + (f" — num_stages = {lr.num_stages}" if lr.num_stages is not None else "")]
-    if asc.statements:
+    if later is not None:
+        out.append("loop " + render.ascend_loop_title(later))
+        out.append(render.markdown_table(render.ASCEND_SCHEDULE_HEADER,
+                                         render.ascend_loop_rows(later)))
+        out.append("Versions, flags and sync below are the kernel's (flag ids are allocated "
+                   "across its pipelined loops).")
+    elif asc.statements:
         out.append(render.ascend_schedule_title(asc))
         out.append(render.markdown_table(render.ASCEND_SCHEDULE_HEADER,
                                          render.ascend_schedule_rows(asc)))
@@ -204,8 +214,13 @@ def loop_hover(kr: "KernelResult", lr: "LoopResult", target: str = "sm_80",
         if kr.ascend.loop_line == loop.span.line and \
                 (kr.ascend.statements or kr.ascend.hard_events):
             return ascend_loop_hover(kr, lr, path)
-        why = (f"tilelint follows the first pipelined loop of an Ascend kernel "
-               f"(line {kr.ascend.loop_line})" if kr.ascend.loop_line is not None
+        later = next((lp for lp in kr.ascend.loops[1:]
+                      if lp.line == loop.span.line and lp.statements), None)
+        if later is not None:
+            return ascend_loop_hover(kr, lr, path, later)
+        why = (f"tilelint models the pipelined loops of the statement list that holds the "
+               f"first one (line {kr.ascend.loop_line}), and this loop is not among them"
+               if kr.ascend.loop_line is not None
                else "no tile operation of this kernel maps to an Ascend pipe")
         return fit(f"**`T.Pipelined` loop over `{loop.var}` (Ascend)**\n\nNot modelled: {why}."
                    + _config_note(kr))
