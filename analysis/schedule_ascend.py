@@ -1082,7 +1082,7 @@ def solve_root(inp: RootInput) -> Optional[Tuple[int, ...]]:
         if solver.check() != z3.sat:
             return None
         model = solver.model()
-        out = tuple(model.eval(starts[i]).as_long() for i in range(n))
+        out = tuple(model.evaluate(starts[i]).as_long() for i in range(n))
     with _CACHE_LOCK:
         _ROOT_SOLVED[inp] = out
         while len(_ROOT_SOLVED) > _SOLVED_MAX:
