@@ -18,6 +18,36 @@ FIXTURE = ROOT / "tests" / "fixtures" / "parity" / "invalid_tl101_duplicate_orde
 SCRIPT = ROOT / "tests" / "lsp" / "data" / "nvim_client.lua"
 
 NVIM = shutil.which("nvim")
+# What editors launch: the console script's `tilelint server` (next to this
+# interpreter in the venv the tests run in).
+TILELINT = pathlib.Path(sys.executable).with_name("tilelint")
+
+
+def _run_nvim(tmp_path, fixture, settings, script=SCRIPT):
+    """Neovim runs ``script`` (tests/lsp/data/nvim_client.lua) against
+    `tilelint server` on ``fixture``; ``settings``: the script's other TL_*
+    variables.  Its result."""
+    out = tmp_path / "result.json"
+    env = dict(os.environ)
+    env.update({
+        "TL_CMD": json.dumps([str(TILELINT), "server"] if TILELINT.exists()
+                             else [sys.executable, "-m", "tilelint.server"]),
+        "TL_FILE": str(fixture),
+        "TL_OUT": str(out),
+        "PYTHONPATH": os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(ROOT)) if p),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        **settings,
+    })
+    proc = subprocess.run(
+        [NVIM, "--headless", "--clean", "-n", "-c", f"luafile {script}"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.exists(), f"nvim wrote no result: rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    result = json.loads(out.read_text())
+    assert result.get("error") in (None, ""), result
+    return result
 
 
 @pytest.mark.skipif(NVIM is None, reason="nvim is not installed")
@@ -26,26 +56,8 @@ def test_neovim_diagnostics_and_hover(tmp_path):
     lines = text.splitlines()
     loop_line = next(i for i, ln in enumerate(lines) if "T.Pipelined(" in ln)
     hover_col = lines[loop_line].index("T.Pipelined") + 3
-    out = tmp_path / "result.json"
-    env = dict(os.environ)
-    env.update({
-        "TL_CMD": json.dumps([sys.executable, "-m", "tilelint.server"]),
-        "TL_FILE": str(FIXTURE),
-        "TL_OUT": str(out),
-        "TL_HOVER_LINE": str(loop_line),
-        "TL_HOVER_COL": str(hover_col),
-        "PYTHONPATH": os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(ROOT)) if p),
-        "XDG_CONFIG_HOME": str(tmp_path / "config"),
-        "XDG_DATA_HOME": str(tmp_path / "data"),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "XDG_CACHE_HOME": str(tmp_path / "cache"),
-    })
-    proc = subprocess.run(
-        [NVIM, "--headless", "--clean", "-n", "-c", f"luafile {SCRIPT}"],
-        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert out.exists(), f"nvim wrote no result: rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
-    result = json.loads(out.read_text())
-    assert result.get("error") in (None, ""), result
+    result = _run_nvim(tmp_path, FIXTURE, {"TL_HOVER_LINE": str(loop_line),
+                                           "TL_HOVER_COL": str(hover_col)})
     diags = result["diagnostics"]
     # The compiler: "Two statements in the software pipeline cannot have the same
     # order", blaming the second statement (the B copy, the line marked `expect: TL101`).
@@ -64,25 +76,8 @@ def test_neovim_shipped_lua_module(tmp_path):
     runtimepath attaches the server to a Python buffer and shows its findings."""
     text = FIXTURE.read_text(encoding="utf-8")
     lines = text.splitlines()
-    out = tmp_path / "result.json"
-    env = dict(os.environ)
-    env.update({
-        "TL_RTP": str(ROOT / "editors" / "neovim"),
-        "TL_CMD": json.dumps([sys.executable, "-m", "tilelint.server"]),
-        "TL_FILE": str(FIXTURE),
-        "TL_OUT": str(out),
-        "PYTHONPATH": os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(ROOT)) if p),
-        "XDG_CONFIG_HOME": str(tmp_path / "config"),
-        "XDG_DATA_HOME": str(tmp_path / "data"),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "XDG_CACHE_HOME": str(tmp_path / "cache"),
-    })
-    script = ROOT / "tests" / "lsp" / "data" / "nvim_module_client.lua"
-    proc = subprocess.run([NVIM, "--headless", "--clean", "-n", "-c", f"luafile {script}"],
-                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert out.exists(), f"nvim wrote no result: rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
-    result = json.loads(out.read_text())
-    assert result.get("error") in (None, ""), result
+    result = _run_nvim(tmp_path, FIXTURE, {"TL_RTP": str(ROOT / "editors" / "neovim")},
+                       ROOT / "tests" / "lsp" / "data" / "nvim_module_client.lua")
     assert result["clients"] == 1, result
     expected_line = next(i for i, ln in enumerate(lines) if "expect: TL101" in ln)
     assert [d["lnum"] for d in result["diagnostics"] if d.get("code") == "TL101"] == [expected_line]
@@ -99,28 +94,9 @@ def test_neovim_renders_the_loop_and_statement_hovers(tmp_path):
     loop = next(i for i, ln in enumerate(lines) if "T.Pipelined(" in ln)
     gemm = next(i for i, ln in enumerate(lines) if "T.gemm(" in ln)
     hovers = [[loop, lines[loop].index("T.Pipelined") + 3], [gemm, lines[gemm].index("T.gemm") + 2]]
-    out = tmp_path / "result.json"
-    env = dict(os.environ)
-    env.update({
-        "TL_CMD": json.dumps([sys.executable, "-m", "tilelint.server"]),
-        "TL_FILE": str(fixture),
-        "TL_OUT": str(out),
-        "TL_HOVER_LINE": str(loop),
-        "TL_HOVER_COL": str(hovers[0][1]),
-        "TL_HOVERS": json.dumps(hovers),
-        "TL_NO_DIAG_WAIT": "1",
-        "PYTHONPATH": os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(ROOT)) if p),
-        "XDG_CONFIG_HOME": str(tmp_path / "config"),
-        "XDG_DATA_HOME": str(tmp_path / "data"),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "XDG_CACHE_HOME": str(tmp_path / "cache"),
-    })
-    proc = subprocess.run(
-        [NVIM, "--headless", "--clean", "-n", "-c", f"luafile {SCRIPT}"],
-        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert out.exists(), f"nvim wrote no result: rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
-    result = json.loads(out.read_text())
-    assert result.get("error") in (None, ""), result
+    result = _run_nvim(tmp_path, fixture, {
+        "TL_HOVER_LINE": str(loop), "TL_HOVER_COL": str(hovers[0][1]),
+        "TL_HOVERS": json.dumps(hovers), "TL_NO_DIAG_WAIT": "1"})
     loop_view, gemm_view = result["rendered"]
     for view in (loop_view, gemm_view):
         assert view["lines"], view

@@ -225,31 +225,6 @@ def test_deferred_solving_predicts_first_then_uses_the_solution():
     assert plan.schedule.order == (6, 3, 0, 7, 1, 4, 2, 5, 8)
 
 
-_SIMD_INTRINSICS = '''
-import tilelang.ascend.language as T
-from tilelang.ascend.language import simd as S
-
-
-def kernel(L=65536, blk=512, nb=8):
-    @T.prim_func
-    def main(X: T.Tensor((L,), "float32"), Z: T.Tensor((L,), "float32")):
-        with T.Kernel(nb) as bx:
-            x = T.alloc_shared((blk,), "float32")
-            z = T.alloc_shared((blk,), "float32")
-            T.annotate_buffer_versions({x: 4, z: 4})
-            for t in T.Pipelined(L // blk // nb, num_stages=2):
-                base = (t * nb + bx) * blk
-                T.copy(X[base:base + blk], x)
-                with T.SimdVF(latency=40):
-                    mask = S.pset(32, "PAT_ALL")
-                    for c in range(0, blk, 64):
-                        S.vsts(z[c], S.vmuls(S.vld(x[c], "NORM"), T.float32(2.0), mask),
-                               mask, "NORM_B32")
-                T.copy(z, Z[base:base + blk])
-    return main
-'''
-
-
 def test_a_simd_block_of_intrinsics_is_one_v_task():
     # The compiler schedules a T.SimdVF block of S.* intrinsics as one task on
     # the V pipe (its scheduler input for this kernel, tilelang 0.1.15:
@@ -257,7 +232,7 @@ def test_a_simd_block_of_intrinsics_is_one_v_task():
     # block reads x (S.vld) and writes z (S.vsts' address), so the three tasks
     # form a chain and the order is forced; the block's cost (latency=40 here)
     # is not read, so no start times are claimed.
-    plan = _plan_src(_SIMD_INTRINSICS)
+    plan = _plan("vec_simd_intrinsics_v4.py")  # the parity suite lowers the same file
     body = [t for t in plan.tasks if t.region == "loop"]
     assert [t.pipe for t in body] == ["MTE2", "V", "MTE3"]
     vf = body[1]
