@@ -34,7 +34,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
+from typing import Dict, List, NamedTuple, Optional, Sequence, Set, Tuple, Union
 
 from . import planning, targets as targets_mod, versions as versions_mod
 from .loops import active_view, loop_result, pipelined_loops
@@ -752,40 +752,68 @@ def autotune_overflows(module: Module, kernel: Kernel, target: str,
     on top of ``base_bindings`` (the default instance's resolved arguments, e.g.
     the problem size from the call site), with ``overrides`` (explicit bindings)
     winning.  None when the kernel has no literal configuration list."""
-    from . import values as values_mod
     cfgs = autotune_configs(module, kernel, base_bindings)
     budget = targets_mod.budget(target)
     if not cfgs or budget is None:
         return None
+    packed = pack_configs(module, kernel, cfgs, target, base_bindings, overrides)
+    over = [(cfg, cp.packing) for cfg, cp in zip(cfgs, packed, strict=True)
+            if not isinstance(cp, str) and cp.packing.total_bytes is not None
+            and cp.packing.total_bytes > budget]
+    return cfgs, over
+
+
+class ConfigPacking(NamedTuple):
+    """One configuration planned and packed (:func:`pack_configs`)."""
+
+    env: Env  # the configuration's instance
+    view: Kernel  # the kernel as planned
+    warp_specialized: bool
+    packing: Packing
+
+
+def pack_configs(module: Module, kernel: Kernel, cfgs: Sequence[Dict[str, object]], target: str,
+                 base_bindings: Sequence[Tuple[str, object]] = (),
+                 overrides: Optional[Dict[str, object]] = None
+                 ) -> List[Union[ConfigPacking, str]]:
+    """Each configuration of ``cfgs`` planned and packed on ``target``, in order,
+    or why it could not be (the error's text).  TL202 and the pruning API
+    (``prune.py``) both read it.
+
+    Each configuration is one instance of the kernel: the configuration's values
+    on top of ``base_bindings`` (the default instance's resolved arguments, e.g.
+    the problem size from the call site), with ``overrides`` (explicit bindings)
+    winning."""
+    from . import values as values_mod
     keys = {k for c in cfgs for k in c}
-    over: List[Tuple[Dict[str, object], Packing]] = []
+    out: List[Union[ConfigPacking, str]] = []
     # Configurations often differ only in values the packing never reads
     # (a rasterization flag, the thread count of a kernel without warp
     # specialization): each packing is kept with the names it read and what
     # they resolved to, and a configuration where they all resolve the same
     # way gets that packing without planning again (Env.record_reads).
-    done: Dict[Tuple[Tuple[str, int], ...], Dict[tuple, Packing]] = {}
+    done: Dict[Tuple[Tuple[str, int], ...], Dict[tuple, Tuple[Kernel, bool, Packing]]] = {}
     for cfg in cfgs:
         binds = {k: v for k, v in base_bindings if k not in keys}
         binds.update(overrides or {})
         try:
             env = values_mod.build_env(module, kernel, None, binds, config=cfg)
-            p = None
+            hit = None
             for read, packs in done.items():
-                p = packs.get(env.outcomes(read))
-                if p is not None:
+                hit = packs.get(env.outcomes(read))
+                if hit is not None:
                     break
-            if p is None:
+            if hit is None:
                 reads = env.record_reads()
                 view, loops, ws = plan_instance(kernel, env, target)
-                p = pack_kernel(view, env, loops, target, ws)
+                hit = (view, ws, pack_kernel(view, env, loops, target, ws))
                 read = tuple(reads)
-                done.setdefault(read, {})[tuple(reads[k] for k in read)] = p
-        except Exception:  # noqa: BLE001
+                done.setdefault(read, {})[tuple(reads[k] for k in read)] = hit
+        except Exception as exc:  # noqa: BLE001 - the reason is the answer
+            out.append(f"{type(exc).__name__}: {exc}")
             continue
-        if p.total_bytes is not None and p.total_bytes > budget:
-            over.append((cfg, p))
-    return cfgs, over
+        out.append(ConfigPacking(env, *hit))
+    return out
 
 
 def autotune_diagnostics(module: Module, kernel: Kernel, target: str, source: Optional[str],
