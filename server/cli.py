@@ -599,6 +599,8 @@ def cmd_explain(args) -> int:
         return EXIT_ERROR
     configs = _load_configs(args)
     cfg = configs.for_path(path).with_overrides(**_overrides(args))
+    if args.format == "html":
+        return _explain_html(args, path, text, cfg)
     sweep = args.sweep
     cost = args.cost
     outputs_json = []
@@ -619,6 +621,24 @@ def cmd_explain(args) -> int:
         sys.stdout.write(_json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     else:
         sys.stdout.write("\n".join(outputs_text))
+    return EXIT_OK
+
+
+def _explain_html(args, path: str, text: str, cfg: Config) -> int:
+    """One self-contained page (inline SVG and CSS) on stdout: every instance
+    of every kernel (call sites, autotune configurations) on every target."""
+    import dataclasses
+
+    from tilelint.analysis import analyze, render_html
+
+    from . import output
+
+    if args.sweep or args.cost:
+        raise UsageError("--sweep and --cost are not shown in --format html "
+                         "(use --format text or json)")
+    settings = [dataclasses.replace(s, all_bindings=True) for s in cfg.settings_list(path, text)]
+    analyses = [analyze(text, path, s) for s in settings]
+    sys.stdout.write(render_html.explain_page(analyses, output.display_path(path), settings))
     return EXIT_OK
 
 
@@ -914,7 +934,9 @@ def build_parser() -> argparse.ArgumentParser:
                                         "shared-memory arena and sync of each kernel")
     pe.add_argument("file", metavar="FILE")
     _add_common(pe)
-    pe.add_argument("--format", default="text", choices=("text", "json"))
+    pe.add_argument("--format", default="text", choices=("text", "json", "html"),
+                    help="text, json (docs/explain-schema.md) or html (one self-contained "
+                         "page: pipeline timelines, arena maps, every instance × target)")
     pe.add_argument("--sweep", metavar="NAME=LO..HI",
                     help="re-run the analysis for each value, e.g. num_stages=1..5")
     pe.add_argument("--cost", action="store_true",
