@@ -824,18 +824,18 @@ def table_rows(analyses: Sequence[Analysis], settings: Sequence[Optional[Setting
 
 
 def _table(analyses: Sequence[Analysis], settings: Sequence[Optional[Settings]]) -> str:
-    head = ("<tr><th class=l>kernel</th><th class=l>instance</th><th class=l>target</th>"
-            "<th>threads</th><th>arena B</th><th>shared B<br>(arena + static)</th>"
-            "<th>limit B</th><th>fits</th><th>blocks/SM<br>by shared</th>"
-            "<th>blocks/SM<br>by threads</th><th>blocks/SM</th>"
-            "<th>fragment B<br>per thread</th><th>registers/thread<br>(estimate)</th>"
-            "<th>blocks/SM by<br>registers (est.)</th><th class=l>bindings</th></tr>")
+    head = ("<tr><th class='l'>kernel</th><th class='l'>instance</th><th class='l'>target</th>"
+            "<th>threads</th><th>arena B</th><th>shared B<br/>(arena + static)</th>"
+            "<th>limit B</th><th>fits</th><th>blocks/SM<br/>by shared</th>"
+            "<th>blocks/SM<br/>by threads</th><th>blocks/SM</th>"
+            "<th>fragment B<br/>per thread</th><th>registers/thread<br/>(estimate)</th>"
+            "<th>blocks/SM by<br/>registers (est.)</th><th class='l'>bindings</th></tr>")
     body = []
     for r in table_rows(analyses, settings):
         occ = r["occ"]
         assert isinstance(occ, Occupancy)
         fit = "?" if occ.fits is None else ("yes" if occ.fits else "NO")
-        fit_cls = "" if occ.fits is None else (" class=ok" if occ.fits else " class=no")
+        fit_cls = "" if occ.fits is None else (" class='ok'" if occ.fits else " class='no'")
         regs = "?" if occ.registers_estimate is None else f"≥ {occ.registers_estimate}"
         if occ.registers_estimate is not None and occ.registers_estimate > 255:
             regs += " (over 255: spills)"
@@ -844,22 +844,22 @@ def _table(analyses: Sequence[Analysis], settings: Sequence[Optional[Settings]])
             f'<tr data-kernel="{_e(r["kernel"])}" data-instance="{_e(r["instance"])}" '
             f'data-target="{_e(r["target"])}" data-arena="{_num(occ.arena_bytes)}" '
             f'data-total="{_num(occ.total_bytes)}">'
-            f'<td class=l>{_e(r["kernel"])} <small>(line {r["line"]})</small></td>'
-            f'<td class=l>{_e(r["instance"])}</td><td class=l>{_e(r["target"])}</td>'
-            f'<td>{_e(threads)}</td><td class=arena>{_num(occ.arena_bytes)}</td>'
-            f'<td class=total>{_num(occ.total_bytes)}</td><td>{_num(occ.budget)}</td>'
+            f'<td class="l">{_e(r["kernel"])} <small>(line {r["line"]})</small></td>'
+            f'<td class="l">{_e(r["instance"])}</td><td class="l">{_e(r["target"])}</td>'
+            f'<td>{_e(threads)}</td><td class="arena">{_num(occ.arena_bytes)}</td>'
+            f'<td class="total">{_num(occ.total_bytes)}</td><td>{_num(occ.budget)}</td>'
             f'<td{fit_cls}>{fit}</td><td>{_na(occ.blocks_by_smem, occ)}</td>'
             f'<td>{_na(occ.blocks_by_threads, occ)}</td><td><b>{_na(occ.blocks, occ)}</b></td>'
             f'<td>{_num(occ.fragment_bytes_per_thread)}</td><td>{_e(regs)}</td>'
             f'<td>{_na(occ.blocks_by_registers, occ)}</td>'
-            f'<td class=bind>{_e(r["bindings"])}</td></tr>')
-    note = ('<p class=note>shared B is what the launch needs (the dynamic arena plus static '
+            f'<td class="bind">{_e(r["bindings"])}</td></tr>')
+    note = ('<p class="note">shared B is what the launch needs (the dynamic arena plus static '
             '<code>__shared__</code>); a block also costs the 1 KB the system reserves. Blocks '
             'per SM: the per-SM limits of shared memory, threads and blocks of the CUDA '
             'Programming Guide. <b>Registers per thread are an estimate</b>: the fragment bytes '
             'each thread holds divided by 4, a lower bound (the compiler adds addresses, '
             'indices and mma operands); only ptxas knows the real count.</p>')
-    return f"<table class=instances>{head}{''.join(body)}</table>{note}"
+    return f"<table class='instances'>{head}{''.join(body)}</table>{note}"
 
 
 def _na(x: Optional[int], occ: Occupancy) -> str:
@@ -869,7 +869,7 @@ def _na(x: Optional[int], occ: Occupancy) -> str:
 
 
 def _legend() -> str:
-    parts = [f'<span><i class=sw style="background:{c}"></i>stage {i}</span>'
+    parts = [f'<span><i class="sw" style="background:{c}"></i>stage {i}</span>'
              for i, c in enumerate(STAGE_COLOURS[:4])]
     for kind, text in (("syncthreads", "__syncthreads"), ("wait", "cp_async_wait<N>"),
                        ("commit", "cp_async_commit"), ("mbarrier_wait", "mbarrier wait / arrive"),
@@ -879,7 +879,10 @@ def _legend() -> str:
         parts.append(f'<span><svg xmlns="http://www.w3.org/2000/svg" width="22" height="10">'
                      f'<line x1="0" y1="5" x2="22" y2="5" stroke="{colour}" stroke-width="2"'
                      f'{dash_attr}/></svg> {_e(text)}</span>')
-    return "<p class=legend>" + "".join(parts) + "</p>"
+    return "<p class='legend'>" + "".join(parts) + "</p>"
+
+
+OPEN = ' open="open"'
 
 
 def _instance_section(kr: KernelResult, target: str, open_: bool, module: Module,
@@ -894,19 +897,19 @@ def _instance_section(kr: KernelResult, target: str, open_: bool, module: Module
         summary = (f"{_e(k.name)} — {_e(label)} — shared {_num(occ.total_bytes)} B"
                    + ("" if occ.fits is None else (" fits" if occ.fits else " DOES NOT FIT"))
                    + f" {_e(target)}")
-    out = [f'<details class=instance data-kernel="{_e(k.name)}" data-target="{_e(target)}"'
-           f'{" open" if open_ else ""}><summary>{summary}</summary>']
-    out.append(f"<p class=note>bindings: <code>{_e(_bindings_text(kr)) or '—'}</code></p>")
+    out = [f'<details class="instance" data-kernel="{_e(k.name)}" data-target="{_e(target)}"'
+           f'{OPEN if open_ else ""}><summary>{summary}</summary>']
+    out.append(f"<p class='note'>bindings: <code>{_e(_bindings_text(kr)) or '—'}</code></p>")
     if kr.ascend is not None:
         for n, lp in enumerate(kr.ascend.loops):
             tl = ascend_timeline(kr, lp, n == 0)
             if tl is not None:
-                out.append(f"<h3>loop line {lp.line}</h3><p class=note>{_e(tl.caption)}</p>")
+                out.append(f"<h3>loop line {lp.line}</h3><p class='note'>{_e(tl.caption)}</p>")
                 out.append(timeline_svg(tl, f"loop line {lp.line}"))
     for li, lr in enumerate(kr.loops if kr.ascend is None else ()):
         head = f"loop line {lr.loop.span.line}"
         if not lr.pipelined:
-            out.append(f"<h3>{head}</h3><p class=note>not pipelined"
+            out.append(f"<h3>{head}</h3><p class='note'>not pipelined"
                        f"{': ' + _e(lr.note) if lr.note else ''}</p>")
             continue
         if lr.rejected:
@@ -918,19 +921,19 @@ def _instance_section(kr: KernelResult, target: str, open_: bool, module: Module
                 + (", warp-specialized" if lr.warp_specialized else ""))
         out.append(f"<h3>{head} <small>({_e(desc)})</small></h3>")
         if tl is None:
-            out.append("<p class=note>no timeline: the schedule is not known"
+            out.append("<p class='note'>no timeline: the schedule is not known"
                        f"{': ' + _e(lr.note) if lr.note else ''}</p>")
             continue
-        out.append(f"<p class=note>{_e(tl.caption)}</p>")
+        out.append(f"<p class='note'>{_e(tl.caption)}</p>")
         if tl.note:
             out.append(f"<p class='note warn'>{_e(tl.note)}</p>")
-        out.append(f'<div class=tl data-loop="{lr.loop.span.line}">'
+        out.append(f'<div class="tl" data-loop="{lr.loop.span.line}">'
                    f'{timeline_svg(tl, head)}</div>')
     arena = arena_svg(kr, target)
     if arena is not None:
-        out.append(f"<h3>shared-memory arena</h3><div class=arena-map>{arena}</div>")
+        out.append(f"<h3>shared-memory arena</h3><div class='arena-map'>{arena}</div>")
     elif kr.ascend is None:
-        out.append("<p class=note>no arena map: no shared buffer with a known offset</p>")
+        out.append("<p class='note'>no arena map: no shared buffer with a known offset</p>")
     out.append("</details>")
     return "".join(out)
 
@@ -942,10 +945,10 @@ def explain_page(analyses: Sequence[Analysis], title: str,
     was analysed with, for the instances' values)."""
     targets = [a.target for a in analyses]
     sets = list(settings) + [None] * (len(analyses) - len(settings))
-    out = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
+    out = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"/>',
            f"<title>tilelint explain — {_e(title)}</title><style>{CSS}</style></head><body>",
            f"<h1>tilelint explain — {_e(title)}</h1>",
-           f"<p class=note>targets: {_e(', '.join(targets))}. Timelines: the emitted steps "
+           f"<p class='note'>targets: {_e(', '.join(targets))}. Timelines: the emitted steps "
            f"across, the loop's statements down; a cell is the iteration the statement runs "
            f"in that step, coloured by its stage; lines are the sync calls where the "
            f"compiler emits them.</p>", _legend(),
@@ -953,14 +956,14 @@ def explain_page(analyses: Sequence[Analysis], title: str,
     for a, st in zip(analyses, sets, strict=False):
         out.append(f"<h2>target {_e(a.target)}</h2>")
         if not a.kernels:
-            out.append("<p class=note>no TileLang kernels found</p>")
+            out.append("<p class='note'>no TileLang kernels found</p>")
         seen: set = set()
         for kr in a.kernels:
             first = kr.kernel.name not in seen
             seen.add(kr.kernel.name)
             out.append(_instance_section(kr, a.target, first, a.module, st))
         if a.diagnostics:
-            out.append("<h3>diagnostics</h3><ul class=diags>")
+            out.append("<h3>diagnostics</h3><ul class='diags'>")
             for d in a.diagnostics:
                 out.append(f"<li>{d.span.line}:{d.span.col + 1}: <b>{_e(d.code)}</b> "
                            f"[{_e(d.severity)}] {_e(d.message)}</li>")
