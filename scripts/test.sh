@@ -19,6 +19,11 @@ if ! command -v nvim >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get
   (apt-get update -qq && apt-get install -y -qq neovim) >/dev/null 2>&1 || \
     echo "note: could not install neovim; the Neovim test will be skipped" >&2
 fi
+# The explain page test renders in headless Chromium; install it when we can.
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  (apt-get update -qq && apt-get install -y -qq chromium) >/dev/null 2>&1 || \
+    echo "note: could not install chromium; the explain page screenshot test will be skipped" >&2
+fi
 # Lint and type-check first (configuration in pyproject.toml); a finding fails the script.
 "$VENV/bin/ruff" check analysis server tests bench scripts
 "$VENV/bin/mypy"
