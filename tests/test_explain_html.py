@@ -22,6 +22,7 @@ Expected values, and where they come from:
 """
 
 import json
+import os
 import re
 import shutil
 import struct
@@ -42,6 +43,7 @@ PARITY = REPO / "tests" / "fixtures" / "parity"
 ASCEND = REPO / "tests" / "fixtures" / "ascend" / "gemm_ns2.py"
 SVG_NS = "{http://www.w3.org/2000/svg}"
 ARTIFACTS = REPO / "build" / "test-artifacts"
+README_SHOT = REPO / "docs" / "images" / "explain_page.png"
 
 
 def run(capsys, *argv):
@@ -421,3 +423,7 @@ def test_chromium_renders_the_page(gemm_page, tmp_path):
                           (render_html.MARK_STYLE["syncthreads"][0], 100),
                           (render_html.BUFFER_COLOURS[0], 2000)):
         assert counts.get(_rgb(colour), 0) >= least, colour
+    if os.environ.get("TILELINT_UPDATE_SCREENSHOTS"):
+        # the README's picture (docs/images/explain_page.png) is this screenshot
+        README_SHOT.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, README_SHOT)
