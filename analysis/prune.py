@@ -315,16 +315,25 @@ def prune_source(source: str, name: str, cfgs: Sequence[Mapping[str, object]], t
 
 
 def wrapped_kernels(module: Module, helper: str) -> List[str]:
-    """The functions whose ``@…autotune(configs=…autotune_configs(helper, …))``
-    decorator wraps the configuration function ``helper``."""
+    """The functions whose ``@…autotune(configs=…)`` decorator names the
+    configuration function ``helper``: ``configs=helper``, ``configs=helper(…)``
+    or ``configs=…autotune_configs(helper, …)``."""
+
+    def names_helper(e: object) -> bool:
+        if isinstance(e, Name):
+            return e.id == helper
+        if isinstance(e, Call):
+            if e.func == helper:
+                return True
+            return e.func.split(".")[-1] == "autotune_configs" and bool(e.args) \
+                and names_helper(e.args[0])
+        return False
+
     out = []
     for fdef in module.defs:
         for d in fdef.decorators:
-            if not (isinstance(d, Call) and d.func.split(".")[-1] == "autotune"):
-                continue
-            cfg = dict(d.kwargs).get("configs")
-            if isinstance(cfg, Call) and cfg.func.split(".")[-1] == "autotune_configs" \
-                    and cfg.args and isinstance(cfg.args[0], Name) and cfg.args[0].id == helper:
+            if isinstance(d, Call) and d.func.split(".")[-1] == "autotune" \
+                    and names_helper(dict(d.kwargs).get("configs")):
                 out.append(fdef.name)
     return out
 

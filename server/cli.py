@@ -588,6 +588,8 @@ def cmd_explain(args) -> int:
 
     from tilelint.analysis import analyze, render
 
+    from . import prune
+
     path = args.file
     problem = path_problem(path, directory_ok=False)
     if problem:
@@ -611,11 +613,15 @@ def cmd_explain(args) -> int:
             doc = render.explain_json(a)
             if sweep or cost:
                 doc.update(_sweep_json(text, path, settings, sweep, cost))
+            if args.configs:
+                doc.update(prune.explain_configs_json(text, settings))
             outputs_json.append(doc)
         else:
             outputs_text.append(render.explain_text(a))
             if sweep or cost:
                 outputs_text.append(_sweep_text(text, path, settings, sweep, cost))
+            if args.configs:
+                outputs_text.append(prune.explain_configs_text(text, settings))
     if args.format == "json":
         payload = outputs_json[0] if len(outputs_json) == 1 else outputs_json
         sys.stdout.write(_json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
@@ -942,6 +948,9 @@ def build_parser() -> argparse.ArgumentParser:
     pe.add_argument("--cost", action="store_true",
                     help="add the shared-memory cost of each configuration and the "
                          "sync cost model (a model, not a measurement)")
+    pe.add_argument("--configs", action="store_true",
+                    help="add the file's own autotune configurations: arena, fits, "
+                         "blocks per SM and the pruning API's reason, per target")
     pe.set_defaults(func=cmd_explain)
 
     pr = sub.add_parser("rule", help="show the documentation of a rule")

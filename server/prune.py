@@ -152,7 +152,7 @@ class AutotuneConfigs:
             names = []
         if len(names) != 1:
             found = "no" if not names else f"{len(names)}"
-            return None, "?", None, (f"{found} @autotune decorators wrap {hname!r} in its file; "
+            return None, "?", None, (f"{found} @autotune decorators name {hname!r} in its file; "
                                      "pass kernel= to say which kernel these configurations "
                                      "are for")
         return source, names[0], None, ""
