@@ -15,6 +15,7 @@ import ast
 import bisect
 import dataclasses
 import io
+import keyword
 import re
 import tokenize
 import warnings
@@ -169,25 +170,32 @@ def split_chunks(source: str) -> List[Chunk]:
     """
     source = normalise_newlines(source)
     lines = source_lines(source)
-    starts = _ast_starts(source)
-    parsed = starts is not None
-    if starts is None:
-        starts = _token_starts(source, lines)
-    chunks = chunks_at(lines, starts)
-    if parsed:
-        _note_parsed(chunks)
+    tree = _ast_tree(source)
+    if tree is None:
+        return chunks_at(lines, _token_starts(source, lines))
+    starts = _tree_starts(tree)
+    ends = _tree_ends(tree)
+    chunks = chunks_at(lines, starts, ends)
+    _note_parsed(chunks, starts, ends)
     return chunks
 
 
-def chunks_at(lines: Sequence[str], starts: Sequence[int]) -> List[Chunk]:
+def chunks_at(lines: Sequence[str], starts: Sequence[int],
+              ends: Optional[Sequence[int]] = None) -> List[Chunk]:
     """The chunks of ``lines`` (``source_lines``) that begin at the statement
-    lines ``starts`` (0-based, any order)."""
+    lines ``starts`` (0-based, ascending when ``ends`` is given).  ``ends``:
+    the 1-based last line of each statement, when known (CPython's tree), so
+    that a line inside a string that starts with ``#`` is not taken for a
+    comment."""
     # Comment lines right above a statement belong to it (``# tilelint: bind``).
     moved = []
-    for s in sorted(set(starts)):
-        while s > 0 and lines[s - 1].startswith("#"):
+    floor = 0
+    for k, s in enumerate(starts if ends is not None else sorted(set(starts))):
+        while s > floor and lines[s - 1].startswith("#"):
             s -= 1
         moved.append(s)
+        if ends is not None:
+            floor = max(floor, ends[k])
     starts = sorted(set(moved))
     if not starts or starts[0] != 0:
         starts.insert(0, 0)
@@ -203,15 +211,43 @@ def chunks_at(lines: Sequence[str], starts: Sequence[int]) -> List[Chunk]:
 # The texts of chunks cut from a file that CPython's parser accepted whole: each
 # is a run of complete top-level statements, so it parses on its own too, and
 # parse_chunk need not run CPython's parser on it again (on a whole file that
-# second parse costs about half of libcst's).  A bounded set of strings.
-_PARSED_TEXTS: set = set()
+# second parse costs about half of libcst's).  Each maps to what the tokenizer
+# sees of it (``parsed_scan``): the 0-based lines where its statements begin and
+# the 1-based line where its last one ends.  A bounded map.
+_PARSED_TEXTS: Dict[str, Tuple[Tuple[int, ...], Optional[int]]] = {}
 _PARSED_MAX = 8192
 
 
-def _note_parsed(chunks: Sequence[Chunk]) -> None:
+def _note_parsed(chunks: Sequence[Chunk], starts: Sequence[int], ends: Sequence[int]) -> None:
+    """Record the chunks of a parsed text; ``starts``/``ends``: 0-based first
+    and 1-based last lines of its top-level statements, in order."""
     if len(_PARSED_TEXTS) + len(chunks) > _PARSED_MAX:
         _PARSED_TEXTS.clear()
-    _PARSED_TEXTS.update(c.text for c in chunks)
+    k = 0
+    for c in chunks:
+        begin = c.start_line - 1
+        stop = begin + c.text.count("\n") + (0 if c.text.endswith("\n") else 1)
+        rel: List[int] = []
+        last: Optional[int] = None
+        while k < len(starts) and starts[k] < stop:
+            if starts[k] >= begin:
+                if not rel or rel[-1] != starts[k] - begin:
+                    rel.append(starts[k] - begin)
+                last = ends[k] - begin
+            k += 1
+        _PARSED_TEXTS[c.text] = (tuple(rel), last)
+
+
+def parsed_scan(text: str) -> Optional["TokenScan"]:
+    """What :func:`scan_tokens` gives for a chunk text cut from a file that
+    parsed (None: not one): a run of complete statements tokenizes to its end
+    with every bracket closed, no decorator waiting and its last logical line
+    ended, so only where its statements begin and end is needed, and CPython's
+    parser gave both."""
+    facts = _PARSED_TEXTS.get(text)
+    if facts is None:
+        return None
+    return TokenScan(list(facts[0]), facts[1], None, False, False, False, 0, 0)
 
 
 # Keywords that continue the compound statement above them at the same indent.
@@ -242,6 +278,10 @@ def _tree_starts(tree: ast.Module) -> List[int]:
             first = min(first, dec.lineno)
         starts.append(first - 1)
     return starts
+
+
+def _tree_ends(tree: ast.Module) -> List[int]:
+    return [node.end_lineno or node.lineno for node in tree.body]
 
 
 def _token_starts(source: str, lines: Sequence[str]) -> List[int]:
@@ -391,8 +431,9 @@ def parse_module(source: str) -> Module:
         # tree, and only those the analysis can read get a libcst model (the
         # others have nothing a kernel reads; see relevance.py).
         starts = _tree_starts(tree)
-        chunks = chunks_at(source_lines(source), starts)
-        _note_parsed(chunks)
+        ends = _tree_ends(tree)
+        chunks = chunks_at(source_lines(source), starts, ends)
+        _note_parsed(chunks, starts, ends)
         firsts = [c.start_line for c in chunks]
         nodes: List[List[ast.stmt]] = [[] for _ in chunks]
         for node, first in zip(tree.body, starts, strict=True):
@@ -455,6 +496,13 @@ def combine(models: Iterable[ChunkModel], aliases: Aliases) -> Module:
 @lru_cache(maxsize=4096)
 def parse_chunk(text: str, start_line: int, aliases: Aliases) -> ChunkModel:
     """Parse one top-level statement.  Cached by its text, position and aliases."""
+    return parse_chunk_tree(text, start_line, aliases)[0]
+
+
+def parse_chunk_tree(text: str, start_line: int, aliases: Aliases
+                     ) -> Tuple[ChunkModel, Optional["ChunkTree"]]:
+    """:func:`parse_chunk`, uncached, with the libcst tree it was built from
+    (None when the text did not get one), for :func:`reparse_token`."""
     # CPython's parser first (compile-only, nothing runs): it rejects what it
     # cannot compile fast and with a good message, and it guards libcst, whose
     # native parser overflows the C stack (SIGSEGV) on ~1,300 nested brackets.
@@ -462,37 +510,216 @@ def parse_chunk(text: str, start_line: int, aliases: Aliases) -> ChunkModel:
         if text not in _PARSED_TEXTS:
             _compile_only(text)
     except SyntaxError as err:
-        return ChunkModel(problems=(_ast_problem(text, start_line, err),))
+        return ChunkModel(problems=(_ast_problem(text, start_line, err),)), None
     except (RecursionError, MemoryError):
         return ChunkModel(problems=(_problem(
             "TL001", Span(start_line, 0, start_line, 1),
-            "this statement nests too deeply to parse"),))
+            "this statement nests too deeply to parse"),)), None
     except ValueError:  # NUL bytes (SyntaxError on newer Pythons)
         return ChunkModel(problems=(_problem(
-            "TL001", _nul_span(text, start_line), "the source contains a NUL byte"),))
+            "TL001", _nul_span(text, start_line), "the source contains a NUL byte"),)), None
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
-        return ChunkModel(problems=(_syntax_problem(text, start_line, exc),))
+        return ChunkModel(problems=(_syntax_problem(text, start_line, exc),)), None
     except RecursionError:
         return ChunkModel(problems=(_problem(
             "TL001", Span(start_line, 0, start_line, 1),
-            "this statement nests too deeply to parse"),))
+            "this statement nests too deeply to parse"),)), None
     try:
-        positions = _positions(module)
-        builder = _Builder(text, start_line, aliases, positions)
+        positions, leaves = _positions(module)
+    except RecursionError:
+        return _too_deep(start_line), None
+    tree = ChunkTree(text, module, positions, leaves)
+    return _build(tree, start_line, aliases), tree
+
+
+def _too_deep(start_line: int) -> ChunkModel:
+    return ChunkModel(problems=(_problem(
+        "TL001", Span(start_line, 0, start_line, 1),
+        "this statement nests too deeply to analyse"),))
+
+
+def _build(tree: "ChunkTree", start_line: int, aliases: Aliases) -> ChunkModel:
+    try:
+        builder = _Builder(tree.text, start_line, aliases, tree.positions)
         with warnings.catch_warnings():
             # String literals are evaluated (ast.literal_eval) to read dtypes:
             # the user's invalid escapes would warn on our stderr.
             warnings.simplefilter("ignore")
-            return builder.build(module)
+            return builder.build(tree.module)
     except RecursionError:
-        return ChunkModel(problems=(_problem(
-            "TL001", Span(start_line, 0, start_line, 1),
-            "this statement nests too deeply to analyse"),))
+        return _too_deep(start_line)
 
 
-def _positions(module: cst.Module) -> Dict[int, Tuple[int, int, int, int]]:
+# ---- re-parsing an edit inside one token ------------------------------------
+# The edits people make while tuning a kernel change one literal or name: a
+# default ``num_stages=3`` becomes 4, ``"float16"`` becomes ``"bfloat16"``, a
+# name is typed one letter at a time.  When the old and new texts of a chunk
+# differ inside one token, and the new text of that token is still one token of
+# the same kind, the new libcst tree is the old one with that leaf replaced (and
+# its ancestors copied), and positions move only on that line, after the token.
+# Nothing else differs, so the chunk model built from it is the one a full parse
+# gives (tests/test_frontend_fastpaths.py compares the two).
+
+_LEAF_TOKENS: Dict[type, int] = {
+    cst.Name: tokenize.NAME, cst.Integer: tokenize.NUMBER, cst.Float: tokenize.NUMBER,
+    cst.Imaginary: tokenize.NUMBER, cst.SimpleString: tokenize.STRING,
+}
+
+
+Leaves = List[Tuple[cst.CSTNode, Tuple[cst.CSTNode, ...]]]
+
+
+class ChunkTree:
+    """A chunk's text, its libcst module, the module's positions (chunk
+    lines, 1-based) and its one-token leaves (names, numbers, strings) with
+    their ancestors."""
+
+    __slots__ = ("text", "module", "positions", "leaves")
+
+    def __init__(self, text: str, module: cst.Module,
+                 positions: Dict[int, Tuple[int, int, int, int]], leaves: "Leaves") -> None:
+        self.text = text
+        self.module = module
+        self.positions = positions
+        self.leaves = leaves
+
+
+def _common_prefix(a: str, b: str) -> int:
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _common_suffix(a: str, b: str, limit: int) -> int:
+    lo, hi = 0, limit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[len(a) - mid:] == b[len(b) - mid:]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _one_token(text: str, kind: int) -> bool:
+    """Is ``text`` exactly one token of ``kind`` (not a keyword)?"""
+    if not text or "\n" in text or "\r" in text:
+        return False
+    if kind == tokenize.NAME and (keyword.iskeyword(text) or keyword.issoftkeyword(text)):
+        return False
+    try:
+        toks = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return False
+    if not toks or toks[0].type != kind or toks[0].string != text:
+        return False
+    return all(t.type in (tokenize.NEWLINE, tokenize.ENDMARKER) and not t.string.strip()
+               for t in toks[1:])
+
+
+def reparse_token(old: ChunkTree, text: str, start_line: int, aliases: Aliases
+                  ) -> Optional[Tuple[ChunkModel, ChunkTree]]:
+    """The model of ``text`` (and its tree) when it differs from ``old.text``
+    inside one name, number or string literal on one line, and is the same
+    kind of token after the edit; None otherwise (parse it whole)."""
+    tree = patch_tree(old, text)
+    return None if tree is None else (_build(tree, start_line, aliases), tree)
+
+
+def patch_tree(old: ChunkTree, text: str) -> Optional[ChunkTree]:
+    """The tree of ``text`` made from ``old``'s (see :func:`reparse_token`)."""
+    before = old.text
+    delta = len(text) - len(before)
+    if not old.leaves or text == before or abs(delta) > 256:
+        return None
+    p = _common_prefix(before, text)
+    q = _common_suffix(before, text, min(len(before), len(text)) - p)
+    if "\n" in before[p:len(before) - q] or "\n" in text[p:len(text) - q]:
+        return None
+    line_start = before.rfind("\n", 0, p) + 1
+    line = before.count("\n", 0, p) + 1
+    c0, c1 = p - line_start, len(before) - q - line_start
+    found = [x for x in old.leaves if _covers(old.positions.get(id(x[0])), line, c0, c1)]
+    if len(found) != 1:
+        return None
+    leaf, ancestors = found[0]
+    r = old.positions[id(leaf)]
+    token = text[line_start + r[1]:line_start + r[3] + delta]
+    value = getattr(leaf, "value", None)
+    if value != before[line_start + r[1]:line_start + r[3]] or \
+            not _one_token(token, _LEAF_TOKENS[type(leaf)]):
+        return None
+    try:
+        if text not in _PARSED_TEXTS:
+            _compile_only(text)
+        new_leaf = leaf.with_changes(value=token)
+        if not ancestors or ancestors[0] is not old.module:
+            return None
+        module, replaced = _rebuild([*ancestors, leaf], new_leaf)
+    except Exception:  # not the same kind of token after all: parse it whole
+        return None
+    positions = _moved_columns(old.positions, line, r[3], delta)
+    renamed = {}
+    for old_node, new_node in replaced:
+        positions[id(new_node)] = positions.pop(id(old_node))
+        renamed[id(old_node)] = new_node
+    leaves: Leaves = [
+        (renamed.get(id(x), x), tuple([renamed.get(id(a), a) for a in chain]))
+        for x, chain in old.leaves]
+    return ChunkTree(text, cast(cst.Module, module), positions, leaves)
+
+
+def _covers(r: Optional[Tuple[int, int, int, int]], line: int, c0: int, c1: int) -> bool:
+    return r is not None and r[0] == line == r[2] and r[1] <= c0 and c1 <= r[3]
+
+
+def _rebuild(path: List[cst.CSTNode], new_leaf: cst.CSTNode
+             ) -> Tuple[cst.CSTNode, List[Tuple[cst.CSTNode, cst.CSTNode]]]:
+    """Copies of ``path``'s nodes with its last one replaced by ``new_leaf``:
+    the new root and (old node, new node) pairs."""
+    replaced = [(path[-1], new_leaf)]
+    new = new_leaf
+    for parent, child in zip(reversed(path[:-1]), reversed(path[1:]), strict=True):
+        changes: Dict[str, Any] = {}
+        for f in dataclasses.fields(parent):
+            v = getattr(parent, f.name)
+            if v is child:
+                changes[f.name] = new
+                break
+            if isinstance(v, (tuple, list)) and any(x is child for x in v):
+                changes[f.name] = type(v)(new if x is child else x for x in v)
+                break
+        if not changes:
+            raise ValueError("child not found in its parent")
+        new = parent.with_changes(**changes)
+        replaced.append((parent, new))
+    return new, replaced
+
+
+def _moved_columns(positions: Dict[int, Tuple[int, int, int, int]], line: int, col: int,
+                   delta: int) -> Dict[int, Tuple[int, int, int, int]]:
+    """``positions`` with every start or end on ``line`` at or after ``col``
+    moved by ``delta`` columns."""
+    if not delta:
+        return dict(positions)
+    out = {}
+    for k, r in positions.items():
+        if r[0] == line or r[2] == line:
+            a = r[1] + delta if r[0] == line and r[1] >= col else r[1]
+            b = r[3] + delta if r[2] == line and r[3] >= col else r[3]
+            r = (r[0], a, r[2], b)
+        out[k] = r
+    return out
+
+
+def _positions(module: cst.Module) -> Tuple[Dict[int, Tuple[int, int, int, int]], "Leaves"]:
     """The ranges of libcst's ``PositionProvider``, faster: ``id(node)`` →
     ``(start line, start column, end line, end column)``.
 
@@ -509,13 +736,13 @@ def _positions(module: cst.Module) -> Dict[int, Tuple[int, int, int, int]]:
     try:
         state = _PositionState(module.default_indent, module.default_newline)
         module._codegen(state)
-        return state.computed
+        return state.computed, state.leaves
     except RecursionError:
         raise
     except Exception:  # pragma: no cover - another libcst version
         return {id(node): (r.start.line, r.start.column, r.end.line, r.end.column)
                 for node, r in MetadataWrapper(module, unsafe_skip_copy=True)
-                .resolve(PositionProvider).items()}
+                .resolve(PositionProvider).items()}, []
 
 
 class _Syntactic:
@@ -565,7 +792,10 @@ class _PositionState(_CodegenState):
         self.line = 1
         self.column = 0
         self.computed: Dict[int, Tuple[int, int, int, int]] = {}
-        self._stack: List[Tuple[int, int]] = []
+        # Names, numbers and strings, each with its ancestors (root first), for
+        # reparse_token.
+        self.leaves: List[Tuple[cst.CSTNode, Tuple[cst.CSTNode, ...]]] = []
+        self._stack: List[Tuple[int, int, cst.CSTNode]] = []
 
     def add_indent_tokens(self) -> None:
         for token in self.indent_tokens:
@@ -585,13 +815,15 @@ class _PositionState(_CodegenState):
             self.tokens.pop()
 
     def before_codegen(self, node: cst.CSTNode) -> None:
-        self._stack.append((self.line, self.column))
+        self._stack.append((self.line, self.column, node))
 
     def after_codegen(self, node: cst.CSTNode) -> None:
-        line, column = self._stack.pop()
+        line, column, _ = self._stack.pop()
         key = id(node)
         if key not in self.computed:
             self.computed[key] = (line, column, self.line, self.column)
+        if type(node) in _LEAF_TOKENS:
+            self.leaves.append((node, tuple(e[2] for e in self._stack)))
 
     # libcst's is a generator context manager; this one is a plain class (cheaper).
     def record_syntactic_position(  # type: ignore[override]
@@ -1538,7 +1770,11 @@ class _Builder:
                     self.dotted(item.item.func) for item in node.items
                     if isinstance(item.item, cst.Call)) if name and name.startswith("T."))
                 if scopes:
-                    inner = [dc_replace(st, scope=scopes + st.scope) for st in inner]
+                    written = tuple((self.span(c), self.expr(c)) for c in (
+                        item.item for item in node.items if isinstance(item.item, cst.Call))
+                        if (self.dotted(c.func) or "").startswith("T."))
+                    inner = [dc_replace(st, scope=scopes + st.scope,
+                                        scope_calls=written + st.scope_calls) for st in inner]
                 stmts.extend(inner)
             elif isinstance(node, cst.While):
                 children = self.block(node.body, ctx, ctx.macros, locals_out,
@@ -1627,7 +1863,7 @@ class _Builder:
                 kind = "range"
             elif short in ctx.macros or fname in ctx.helper_iterators:
                 kind = "loop"
-            if kind == "loop" and fname and not fname.startswith("T."):
+            if kind == "loop" and fname and not fname.startswith("T.") or short == "Persistent":
                 iterator = self.expr(it)
             positional = [a for a in it.args if a.keyword is None and not a.star]
             for a in it.args:

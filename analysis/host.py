@@ -43,6 +43,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import threading
+import typing
 from collections import Counter, OrderedDict
 from typing import Any, Dict, FrozenSet, Iterable, List, NamedTuple, Optional, Sequence, Set, Tuple
 
@@ -203,6 +204,9 @@ class ScanCache:
             self._items.move_to_end(text)
             self.hits += 1
             return hit
+        scan = frontend.parsed_scan(text)
+        if scan is not None:
+            return scan
         self.misses += 1
         scan = self._items[text] = frontend.scan_tokens(text)
         if len(self._items) > self.size:
@@ -378,15 +382,15 @@ def relocate(obj: Any, moves: Moves, strict: bool, memo: Dict[int, Any]) -> Any:
         return [relocate(x, moves, strict, memo) for x in obj]
     if cls in _LEAVES:
         return obj
-    fields = _FIELDS.get(cls)
+    fields = _MOVED_FIELDS.get(cls)
     if fields is None:
         if isinstance(obj, tuple):  # a named tuple
             items = tuple(relocate(x, moves, strict, memo) for x in obj)
             return obj if items == obj else cls(*items)
-        if not dataclasses.is_dataclass(obj) or isinstance(obj, type):
+        if not dataclasses.is_dataclass(obj) or isinstance(obj, type) or _spanless(cls):
             _LEAVES.add(cls)
             return obj
-        fields = _fields(obj)
+        fields = _MOVED_FIELDS[cls] = _fields(obj)
     key = id(obj)
     hit = memo.get(key)
     if hit is not None and hit[0] is obj:
@@ -432,6 +436,43 @@ _LEAVES: Set[type] = {str, int, float, bool, type(None), complex, bytes}
 _LINE_INTS: Dict[type, Tuple[str, ...]] = {AscendStatement: ("line",), AscendLoop: ("line",)}
 
 
+# The fields relocate follows, per dataclass that can hold a Span.
+_MOVED_FIELDS: Dict[type, Tuple[str, ...]] = {}
+
+
+def _spanless(cls: type) -> bool:
+    """Can no value of the dataclass ``cls`` hold a Span or a line, by its
+    fields' annotations (expressions, for one: thousands of nodes per file
+    that relocate need not visit)?  Unknown or loose annotations (``Any``,
+    ``object``) count as holding one."""
+    return _type_spanless(cls, set())
+
+
+def _type_spanless(tp: Any, seen: Set[type]) -> bool:
+    if tp is Span or tp in _LINE_INTS:
+        return False
+    if tp in _ATOMS:
+        return True
+    origin = typing.get_origin(tp)
+    if origin is not None:  # Optional, Union, Tuple, List, Dict, ...
+        if origin is typing.Literal:
+            return True
+        return all(a is Ellipsis or _type_spanless(a, seen) for a in typing.get_args(tp))
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        if tp in seen:  # a recursive type: its other fields decide
+            return True
+        seen.add(tp)
+        try:
+            hints = typing.get_type_hints(tp)
+        except Exception:  # an annotation that does not resolve
+            return False
+        return all(_type_spanless(hints.get(f.name, Any), seen) for f in dataclasses.fields(tp))
+    return False
+
+
+_ATOMS = frozenset({str, int, float, bool, type(None), complex, bytes})
+
+
 def _relocate_line(line: int, moves: Moves, strict: bool) -> int:
     for lo, hi, delta in moves:
         if lo <= line < hi:
@@ -463,12 +504,17 @@ class ParseCache:
     model at the place before is kept too (a line typed and deleted again
     above a chunk moves it there and back)."""
 
-    def __init__(self, size: int = 4096) -> None:
+    def __init__(self, size: int = 4096, trees: int = 16) -> None:
         self.size = size
         # (text, aliases) -> (start, model, previous start, its model)
         self._items: "OrderedDict[Tuple[str, frontend.Aliases], _ParseEntry]" = OrderedDict()
+        # Chunk text → its libcst tree, for the last chunks parsed: an edit
+        # inside one token of one of them re-uses its tree (reparse_token).
+        self._trees: "OrderedDict[str, frontend.ChunkTree]" = OrderedDict()
+        self.trees = trees
         self.hits = 0
         self.misses = 0
+        self.reparsed = 0
 
     def peek(self, text: str, aliases: frontend.Aliases) -> Optional[frontend.ChunkModel]:
         """The model kept for a text, wherever it sits (None: none kept)."""
@@ -476,9 +522,11 @@ class ParseCache:
         return None if hit is None else hit[1]
 
     def get(self, text: str, start_line: int, aliases: frontend.Aliases,
-            memo: Optional[Dict[int, Any]] = None) -> frontend.ChunkModel:
+            memo: Optional[Dict[int, Any]] = None, before: Optional[str] = None
+            ) -> frontend.ChunkModel:
         """The chunk's model at ``start_line``; a model cached elsewhere is
-        moved (through ``memo``, see :func:`relocate`)."""
+        moved (through ``memo``, see :func:`relocate`).  ``before``: the text
+        the chunk had before the edit, if known (its tree may be re-used)."""
         key = (text, aliases)
         hit = self._items.get(key)
         if hit is not None:
@@ -495,13 +543,44 @@ class ParseCache:
             return moved
         self.misses += 1
         try:
-            model_ = frontend.parse_chunk(text, start_line, aliases)
+            model_ = self._parse(text, start_line, aliases, before)
         except Exception as exc:  # a frontend bug must not take the editor down
             return _internal_error(text, start_line, exc)
         self._items[key] = (start_line, model_, start_line, model_)
         if len(self._items) > self.size:
             self._items.popitem(last=False)
         return model_
+
+
+    def _parse(self, text: str, start_line: int, aliases: frontend.Aliases,
+               before: Optional[str]) -> frontend.ChunkModel:
+        """Parse a chunk, re-using the tree of the text it had before the edit
+        (or of one of the last chunks parsed) when the edit is inside one token.
+        After a whole parse, the tree of the text before is made from the new
+        one the same way, so that the next edit of the chunk (say, the next
+        default changed) finds it."""
+        trees = self._trees
+        first = trees.get(before) if before is not None else None
+        for old in ([first] if first is not None else []) + list(trees.values())[-2:]:
+            hit = frontend.reparse_token(old, text, start_line, aliases)
+            if hit is not None:
+                self.reparsed += 1
+                self._keep_tree(hit[1])
+                return hit[0]
+        model_, tree = frontend.parse_chunk_tree(text, start_line, aliases)
+        if tree is not None:
+            if first is None and before is not None and before != text:
+                back = frontend.patch_tree(tree, before)
+                if back is not None:
+                    self._keep_tree(back)
+            self._keep_tree(tree)
+        return model_
+
+    def _keep_tree(self, tree: frontend.ChunkTree) -> None:
+        self._trees[tree.text] = tree
+        self._trees.move_to_end(tree.text)
+        if len(self._trees) > self.trees:
+            self._trees.popitem(last=False)
 
 
 # --------------------------------------------------------------------------
@@ -1374,6 +1453,9 @@ class AnalysisHost:
         self._revision = 0
         # path → (its chunk texts, aliases, imported names), see ``_imports``.
         self._import_facts: Dict[str, Tuple[Counter, frontend.Aliases, Tuple]] = {}
+        # path → {first line: chunk text} of its last module (what a chunk was
+        # before an edit, see ParseCache.get).
+        self._chunk_texts: Dict[str, Dict[int, str]] = {}
 
     # ---- changes ----------------------------------------------------------
     def set_text(self, path: str, text: str) -> None:
@@ -1402,6 +1484,7 @@ class AnalysisHost:
         with self._lock:
             self._files.pop(path, None)
         self._import_facts.pop(path, None)
+        self._chunk_texts.pop(path, None)
 
     def _bump(self, f: _File) -> None:
         self._revision += 1
@@ -1503,7 +1586,8 @@ class Snapshot:
         whole = [Slot(0, len(lines))]
         slots = resplit(lines, [s.copy() for s in slots0] or whole)
         aliases, imports = self._host._imports(path, lines, slots, text)
-        chunks = self._chunks(lines, slots, aliases)
+        before = self._host._chunk_texts.get(path, {})
+        chunks = self._chunks(lines, slots, aliases, before)
         if len(slots0) > 1 and any(p.code == "TL001" for c in chunks for p in c[2].problems):
             # While the file does not parse, where its statements end depends on
             # the whole file (the tokenizer's view of it): split it as a whole,
@@ -1511,7 +1595,8 @@ class Snapshot:
             # still come from the cache.
             slots = resplit(lines, whole) if _ODD_BREAKS.search(text) else \
                 split_broken(lines, slots, self._host.scans)
-            chunks = self._chunks(lines, slots, aliases)
+            chunks = self._chunks(lines, slots, aliases, before)
+        self._host._chunk_texts[path] = {start: chunk for chunk, start, _cm in chunks}
         self._host._store_slots(path, revision, slots)
         try:
             module = frontend.combine([c[2] for c in chunks], aliases)
@@ -1526,14 +1611,14 @@ class Snapshot:
         self._modules[path] = out
         return out
 
-    def _chunks(self, lines: Sequence[str], slots: Sequence[Slot],
-                aliases: frontend.Aliases) -> List[Tuple[str, int, frontend.ChunkModel]]:
+    def _chunks(self, lines: Sequence[str], slots: Sequence[Slot], aliases: frontend.Aliases,
+                before: Dict[int, str]) -> List[Tuple[str, int, frontend.ChunkModel]]:
         out = []
         for slot in slots:
             chunk_text = "".join(lines[slot.start:slot.end])
             out.append((chunk_text, slot.start + 1,
                         self._host.parse.get(chunk_text, slot.start + 1, aliases,
-                                             self._moved_nodes)))
+                                             self._moved_nodes, before.get(slot.start + 1))))
         return out
 
     def analysis(self, path: str, settings: Optional[Settings] = None,

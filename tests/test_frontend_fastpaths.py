@@ -70,7 +70,7 @@ def test_walk_and_positions_match_libcst(path: Path) -> None:
             checked += 1
     assert checked > 0
     # Our ranges are PositionProvider's, for every node.
-    ours = frontend._positions(module)
+    ours = frontend._positions(module)[0]
     ref = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     assert len(ours) == len(ref)
     for node, r in ref.items():
@@ -114,3 +114,45 @@ def test_chunks_of_a_parsed_file_parse_alone(path: Path) -> None:
         pytest.skip("the file does not parse: its chunks are checked one by one")
     for chunk in frontend.split_chunks(source):
         ast.parse(chunk.text)
+
+
+def _every_chunk_scan_agrees(source: str) -> int:
+    checked = 0
+    for chunk in frontend.split_chunks(source):
+        facts = frontend.parsed_scan(chunk.text)
+        if facts is None:
+            continue
+        assert facts == frontend.scan_tokens(chunk.text), chunk.text
+        checked += 1
+    return checked
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: str(p.relative_to(p.parents[2])))
+def test_parsed_scan_is_what_the_tokenizer_sees(path: Path) -> None:
+    """host.split_broken asks the tokenizer about each run of a broken file;
+    for chunks of a text CPython parsed, frontend.parsed_scan answers from the
+    parse instead.  The answer must be the tokenizer's, field by field."""
+    import ast
+
+    source = frontend.normalise_newlines(path.read_text(encoding="utf-8"))
+    try:
+        ast.parse(source)
+    except SyntaxError:
+        pytest.skip("the file does not parse: split_chunks notes no chunk of it")
+    assert _every_chunk_scan_agrees(source) >= 1
+
+
+def test_parsed_scan_on_tricky_statements() -> None:
+    # Comment-only chunk first, a decorator over a def, a clause, two
+    # statements on one line, a string whose last line starts with '#', a
+    # bracket spanning lines with a column-0 closer, trailing comments.
+    source = (
+        "# header\n\n"
+        "@decorate(\n    1)\n# between\ndef f(x):\n    return x\n    # inside\n"
+        "if a:\n    pass\nelse:\n    pass\n"
+        "x = 1; y = 2  # two\n"
+        's = """\n# not a comment"""\n'
+        "lst = [\n1,\n]\n"
+        "z = (1 +\n     2)\n\n# tail\n"
+    )
+    assert _every_chunk_scan_agrees(source) == 7

@@ -92,6 +92,22 @@ class Replay:
         m = rng.choice(list(re.finditer(r"\b\d+\b", self.lines[i])))
         self.edit(i, m.start(), i, m.end(), rng.choice(NUMBERS))
 
+    def change_token(self, rng: random.Random) -> None:
+        """A string literal or a name edited in place (a dtype switched, a
+        name lengthened or cut short): the edits the parser re-uses the old
+        tree for (frontend.reparse_token)."""
+        cands = [(i, m) for i, ln in enumerate(self.lines)
+                 for m in re.finditer(r'"[a-z0-9_]+"|\b[a-z_][a-z0-9_]*\b', ln)]
+        if not cands:
+            return
+        i, m = rng.choice(cands)
+        word = m.group()
+        if word.startswith('"'):
+            new = rng.choice(['"float16"', '"bfloat16"', '"float32"', '"int8"', '""'])
+        else:
+            new = rng.choice([word + "x", word[:-1] or "y", word + "_2", "block_M"])
+        self.edit(i, m.start(), i, m.end(), new)
+
     def insert_line(self, rng: random.Random) -> None:
         i = self.indented(rng)
         indent = self.lines[i][:len(self.lines[i]) - len(self.lines[i].lstrip())]
@@ -166,7 +182,7 @@ def _diff(got, want) -> str:
 
 
 KINDS: List[Tuple[str, float]] = [
-    ("number", 0.2), ("constant", 0.1), ("insert", 0.1), ("delete", 0.1),
+    ("number", 0.2), ("constant", 0.1), ("insert", 0.1), ("delete", 0.1), ("token", 0.1),
     ("type", 0.1), ("syntax", 0.1), ("shift", 0.1), ("comment", 0.05), ("broken", 0.15),
 ]
 
@@ -184,6 +200,8 @@ def replay(mix: str, seed: int, n_edits: int, settings: Settings) -> Replay:
             r.change_number(rng, module_level=True)
         elif kind == "insert":
             r.insert_line(rng)
+        elif kind == "token":
+            r.change_token(rng)
         elif kind == "delete":
             r.delete_line(rng)
         elif kind == "type":
@@ -210,6 +228,17 @@ def test_host_matches_analyze_after_every_edit(mix, seed, settings):
     # (their spans and the call lines in their labels moved with them).
     assert r.host.kernels.hits > 0
     assert r.host.kernels.moved_hits > 0
+    # Edits inside one token re-used the chunk's old tree.
+    assert r.host.parse.reparsed > 0
+
+
+def test_replay_fails_when_a_reparsed_token_keeps_its_columns(monkeypatch):
+    """The re-used tree's positions must move after a token whose length
+    changed: with them left in place, the replay finds a difference."""
+    monkeypatch.setattr(frontend, "_moved_columns",
+                        lambda positions, line, col, delta: dict(positions))
+    with pytest.raises(AssertionError, match="differs from analyze"):
+        replay("gemm_main", 1, 500, Settings())
 
 
 def test_replay_fails_when_a_dependency_is_not_recorded(monkeypatch):
