@@ -54,7 +54,7 @@ def loop_sync_json(sync: Optional[LoopSync]) -> Optional[Dict[str, object]]:
     }
 
 
-def loop_json(lr: LoopResult) -> Dict[str, object]:
+def loop_json(lr: LoopResult, kr: Optional[KernelResult] = None) -> Dict[str, object]:
     return {
         "line": lr.loop.span.line,
         "pipelined": lr.pipelined,
@@ -70,6 +70,43 @@ def loop_json(lr: LoopResult) -> Dict[str, object]:
         "prologue_sync": loop_sync_json(lr.prologue_sync),
         "epilogue_sync": loop_sync_json(lr.epilogue_sync),
         "note": lr.note or None,
+        "warp_specialization": ws_json(kr, lr) if kr is not None else None,
+    }
+
+
+def ws_json(kr: KernelResult, lr: LoopResult) -> Optional[Dict[str, object]]:
+    """The producer/consumer split of a warp-specialized loop (``ws_view``), or None."""
+    from .ws_view import ws_view
+    v = ws_view(kr, lr)
+    if v is None:
+        return None
+
+    def event(ev: object) -> Dict[str, object]:
+        from .ws_view import WsEvent
+        assert isinstance(ev, WsEvent)
+        out: Dict[str, object] = {"kind": ev.kind}
+        if ev.stmt is not None:
+            out["line"] = ev.stmt.stmt.span.line
+        if ev.kind in ("wait", "arrive", "tma", "cp_async_arrive"):
+            out["mbarrier"] = ev.base
+        if ev.kind == "wait":
+            out["parity_flipped"] = ev.flip
+            out["first_iteration_only"] = ev.once
+        if ev.kind == "tma":
+            out["bytes"] = ev.bytes
+        return out
+
+    return {
+        "producer_threads": v.producer_threads,
+        "consumer_threads": v.consumer_threads,
+        "producer": [{"line": ss.stmt.span.line, "how": how} for ss, how in v.producers],
+        "consumer": [ss.stmt.span.line for ss in v.consumer],
+        "mbarriers": v.mbarriers,
+        "groups": [{"buffers": sorted({w.buffer for c in g.copies for w in c.stmt.writes}),
+                    "full": g.full, "empty": g.empty, "bytes": g.bytes} for g in v.groups],
+        "phase_counter": v.counter,
+        "producer_loop": [event(e) for e in v.producer_events],
+        "consumer_loop": [event(e) for e in v.consumer_events],
     }
 
 
@@ -105,7 +142,7 @@ def kernel_json(kr: KernelResult) -> Dict[str, object]:
             "budget": kr.shared_budget,
             "buffers": [buffer_json(b) for b in kr.buffers],
         },
-        "loops": [loop_json(lr) for lr in kr.loops],
+        "loops": [loop_json(lr, kr) for lr in kr.loops],
         "sync": None if sync is None else {
             "syncthreads": sync.syncthreads,
             "cp_async_commit": sync.cp_async_commit,
@@ -255,9 +292,11 @@ def explain_text(analysis: Analysis) -> str:
                        + (f", depth {lr.depth}" if lr.depth is not None else "")
                        + (" (manual order/stage)" if lr.manual else "")
                        + (f" — {lr.note}" if lr.note else ""))
-            for s in lr.statements:
+            ws = ws_text(kr, lr)
+            for s in ([] if ws else lr.statements):
                 out.append(f"    line {s.stmt.span.line:<4} stage {_v(s.stage)}  order {_v(s.order)}"
                            f"  {s.stmt.label}")
+            out.extend("    " + ln for ln in ws)
             for bind in lr.excluded_binds:
                 out.append(f"    line {bind.span.line:<4} (replayable bind, not scheduled)  "
                            f"{bind.label}")
@@ -268,7 +307,7 @@ def explain_text(analysis: Analysis) -> str:
                                  ("epilogue", lr.epilogue_sync)):
                 if region is not None:
                     out.append(f"    sync {what}: {loop_sync_text(region)}")
-            preview = cuda_preview(kr, lr, analysis.target)
+            preview = "" if ws else cuda_preview(kr, lr, analysis.target)
             if preview:
                 # the whole code the hover shortens to its steady state
                 out.append("    CUDA sync (preview):")
@@ -293,6 +332,45 @@ def explain_text(analysis: Analysis) -> str:
             # 1-based column, as ``tilelint check`` prints it.
             out.append(f"  {d.span.line}:{d.span.col + 1}: {d.code} [{d.severity}] {d.message}")
     return "\n".join(out) + "\n"
+
+
+WS_HEADER = ("line", "warpgroup", "issues", "waits on", "signals")
+
+
+def ws_text(kr: KernelResult, lr: LoopResult) -> List[str]:
+    """A warp-specialized loop for ``explain``: the threads of each warpgroup,
+    the statements each one runs with the mbarrier calls around them, the
+    mbarriers and their phases per stage, and the code of both loops ([] when
+    ``lr`` is not the loop the sm_90 rewriter splits)."""
+    from .ws_view import (
+        barriers_text,
+        code,
+        phase_header,
+        phase_rows,
+        statement_rows,
+        threads_text,
+        ws_view,
+    )
+    v = ws_view(kr, lr)
+    if v is None:
+        return []
+    out = [f"warp-specialized: {threads_text(v)}"]
+    rows = [[str(ss.stmt.span.line), role, how or "", before, after, _short(ss.stmt.label, 44)]
+            for ss, role, how, before, after in statement_rows(v)]
+    out.extend(text_table(WS_HEADER + ("statement",), rows).splitlines())
+    if any(how == "moved" for _, how in v.producers):
+        out.append("moved: a consumer statement the pass runs in the producer, ahead of the "
+                   "copy that needs it")
+    out.append(barriers_text(v))
+    out.append("phases per stage (slot: the buffer version and its full/empty pair; the "
+               "producer's parity is flipped, so its first pass does not wait):")
+    out.extend("  " + ln for ln in text_table(phase_header(v), phase_rows(v)).splitlines())
+    if v.counter:
+        out.append("phase: a counter of the iterations run, not the loop variable (the loop "
+                   "sits in an outer loop or under a condition)")
+    out.append("CUDA sync (sketch of both warpgroups' loops):")
+    out.extend("  " + ln for ln in code(v).rstrip("\n").splitlines())
+    return out
 
 
 def cuda_preview(kr: KernelResult, lr: LoopResult, target: str = "sm_80") -> str:

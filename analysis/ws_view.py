@@ -469,7 +469,7 @@ def ring(base: int, ns: int, var: str = "k") -> str:
 def parity_text(view: WsView, flip: bool) -> str:
     v = "phase" if view.counter else view.var
     p = f"({v} / {view.num_stages}) % 2" if view.num_stages > 1 else f"{v} % 2"
-    return f"{p} ^ 1" if flip else p
+    return f"({p}) ^ 1" if flip else p
 
 
 def event_code(view: WsView, ev: WsEvent) -> str:
@@ -583,32 +583,42 @@ def phase_header(view: WsView) -> Tuple[str, ...]:
 
 
 def statement_rows(view: WsView) -> List[Tuple[ScheduledStmt, str, str, str, str]]:
-    """(statement, warpgroup, how, waits before, arrives after) in each warpgroup's order."""
+    """(statement, warpgroup, how it is issued, the mbarriers it waits on first,
+    the mbarriers it signals) in each warpgroup's order: the producer waits on
+    empty slots and its TMA copies complete on full ones; the consumer waits on
+    full slots and arrives on empty ones."""
     out: List[Tuple[ScheduledStmt, str, str, str, str]] = []
     v = "phase" if view.counter else view.var
     ns = view.num_stages
     pending: List[str] = []
     for ev in view.producer_events:
         if ev.kind == "wait":
-            pending.append(f"{ring(ev.base, ns, v)} ^1")
+            pending.append(f"empty {ring(ev.base, ns, v)}")
         elif ev.kind in ("tma", "stmt") and ev.stmt is not None:
-            how = "TMA" if ev.kind == "tma" else "cp.async"
-            after = f"→ {ring(ev.base, ns, v)}" if ev.kind == "tma" else "commit"
-            out.append((ev.stmt, "producer", how, " ".join(pending) or "—", after))
+            how = {"tma": "TMA"}.get(ev.kind) or dict(
+                (id(ss), h) for ss, h in view.producers).get(id(ev.stmt), "")
+            signals = f"full {ring(ev.base, ns, v)} (tx)" if ev.kind == "tma" else "—"
+            out.append((ev.stmt, "producer", how, ", ".join(pending) or "—", signals))
             pending = []
+        elif ev.kind == "cp_async_arrive":
+            for i, (st, role, how, before, after) in enumerate(out):
+                if how == "cp.async":
+                    done = f"full {ring(ev.base, ns, v)} (cp.async)"
+                    out[i] = (st, role, how, before, done if after == "—" else f"{after}, {done}")
     pending = []
     last: Optional[int] = None
     for ev in view.consumer_events:
         if ev.kind == "wait":
-            pending.append(f"mbarrier[{ev.base}] (first)" if ev.once else ring(ev.base, ns, v))
+            pending.append(f"mbarrier[{ev.base}] at {v} = 0" if ev.once
+                           else f"full {ring(ev.base, ns, v)}")
         elif ev.kind == "stmt" and ev.stmt is not None:
-            out.append((ev.stmt, "consumer", "", " ".join(pending) or "—", "—"))
+            out.append((ev.stmt, "consumer", "", ", ".join(pending) or "—", "—"))
             last = len(out) - 1
             pending = []
         elif ev.kind == "arrive" and last is not None:
             st, role, how, before, after = out[last]
-            arrive = f"{ring(ev.base, ns, v)}.arrive"
-            out[last] = (st, role, how, before, arrive if after == "—" else f"{after} {arrive}")
+            arrive = f"empty {ring(ev.base, ns, v)}"
+            out[last] = (st, role, how, before, arrive if after == "—" else f"{after}, {arrive}")
     return out
 
 
@@ -629,7 +639,5 @@ def events_around(view: WsView, ss: ScheduledStmt) -> Tuple[str, List[str], List
                                                              "cp_async_arrive"):
                     after.append(event_code(view, events[j]))
                     j += 1
-                if ev.kind == "tma":
-                    after.insert(0, f"(completes on {ring(ev.base, view.num_stages, 'phase' if view.counter else view.var)})")
                 return role, before, after
     return view.role(ss), [], []

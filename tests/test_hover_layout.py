@@ -144,18 +144,30 @@ def test_statement_hovers_gemm_ns3_sm80():
 
 
 def test_statement_hovers_warp_specialized_sm90():
+    # The compiler's CUDA for gemm_ns3 on sm_90 (tests/oracle/lower.py --dump-dir):
+    #   producer (threadIdx.x < 128): mbarrier[((k % 3) + 3)].wait((((k % 6) / 3) ^ 1));
+    #     tma_load(A_desc, mbarrier[(k % 3)], ...); tma_load(B_desc, mbarrier[(k % 3)], ...)
+    #   consumer: mbarrier[(k_1 % 3)].wait(((k_1 % 6) / 3)); wgmma ...;
+    #     mbarrier[((k_1 % 3) + 3)].arrive();
+    # ((k % 6) / 3 is (k / 3) % 2.)  6 mbarriers, 256 threads.
     kr, lr = _loop("gemm_ns3.py", "sm_90")
     assert lr.warp_specialized
     md = hover_text.loop_hover(kr, lr, "sm_90")
     table = [ln for ln in md.splitlines() if ln.startswith("| ")]
-    assert table[0] == "| line | statement | stage | order | warpgroup |"
-    assert [ln.rsplit(" | ", 1)[1] for ln in table[1:]] == ["producer |", "producer |",
-                                                            "consumer |"]
+    assert table[0] == "| line | statement | warpgroup | issues | waits on | signals |"
+    rows = [[c.strip() for c in ln.strip("|").split(" | ")] for ln in table[1:4]]
+    assert [r[2] for r in rows] == ["producer", "producer", "consumer"]
+    assert [r[3] for r in rows] == ["TMA", "TMA", ""]
+    assert rows[0][4] == "empty [3+k%3]" and rows[0][5] == "full [k%3]"
+    assert rows[2][4] == "full [k%3]" and rows[2][5] == "empty [3+k%3]"
+    assert "256 threads: producer threadIdx.x 0–127 (128), consumer 128–255 (128)" in md
+    assert "6 mbarriers = 1 group × 3 stages × (full + empty)" in md
     md = _statement(kr, lr, "T.gemm", "sm_90")
-    assert "In the consumer warpgroup's loop, right before it: `mbarrier[k % 3].wait(" in md
-    assert "right after it: `mbarrier[k % 3 + 3].arrive()`" in md
+    assert "right before it: `mbarrier[k % 3].wait((k / 3) % 2)`" in md
+    assert "right after it: `mbarrier[3 + k % 3].arrive()`" in md
     md = _statement(kr, lr, "T.copy(A", "sm_90")
-    assert "In the producer warpgroup's loop, right before it: `mbarrier[k % 3 + 3].wait(" in md
+    assert "The producer warpgroup (threads 0–127) issues it as a TMA load" in md
+    assert "right before it: `mbarrier[3 + k % 3].wait(((k / 3) % 2) ^ 1)`" in md
 
 
 def _cases() -> Iterator[Tuple[Path, str]]:

@@ -173,6 +173,61 @@ def ascend_loop_hover(kr: "KernelResult", lr: "LoopResult", path: Optional[str] 
 SCHEDULE_HEADER = ("line", "statement", "stage", "order", "prologue", "steady state", "epilogue")
 # Warp-specialized: the producer warpgroup runs the copies ahead, mbarriers pace it.
 WS_SCHEDULE_HEADER = ("line", "statement", "stage", "order", "warpgroup")
+# The split as the sm_90 rewriter builds it (ws_view): each warpgroup's statements in
+# its order, the mbarrier rings each one waits on first and signals.
+WS_SPLIT_HEADER = ("line", "statement", "warpgroup", "issues", "waits on", "signals")
+
+
+def ws_table(kr: "KernelResult", lr: "LoopResult", uri: Optional[str] = None) -> str:
+    """The producer/consumer split, one row per statement ("" when ``lr`` is not
+    the loop the rewriter splits)."""
+    from tilelint.analysis import hover_view, ws_view
+    v = ws_view.ws_view(kr, lr)
+    if v is None:
+        return ""
+    rows = []
+    for ss, role, how, before, after in ws_view.statement_rows(v):
+        rows.append([_ref(uri, ss.stmt.span.line),
+                     "`" + hover_view.cut(ss.stmt.label or ss.stmt.op, 24) + "`",
+                     role, how or "", _ring_short(before), _ring_short(after)])
+    return render.markdown_table(WS_SPLIT_HEADER, rows)
+
+
+def _ring_short(text: str) -> str:
+    """``empty mbarrier[4 + k % 2] (tx), empty mbarrier[6 + k % 2]`` → ``empty [4+k%2]
+    [6+k%2]``; ``mbarrier[8] at k = 0`` → ``[8] (k=0)`` (the table's cells)."""
+    text = re.sub(r"\[([^\]]*)\]", lambda m: "[" + m.group(1).replace(" ", "") + "]",
+                  text.replace("mbarrier[", "["))
+    text = re.sub(r" at (\w+) = 0", r" (\1=0)", text.replace(" (tx)", ""))
+    out: List[str] = []
+    kind = None
+    for part in text.split(", "):
+        word, _, rest = part.partition(" ")
+        if word in ("full", "empty") and rest.startswith("["):
+            out.append(rest if word == kind else part)
+            kind = word
+        else:
+            out.append(part)
+            kind = None
+    return " ".join(out) if len(out) > 1 else text
+
+
+def ws_details(kr: "KernelResult", lr: "LoopResult") -> List[str]:
+    """Threads of each warpgroup, the mbarriers, their phases per stage and the
+    code of both loops, as hover paragraphs ([] for any other loop)."""
+    from tilelint.analysis import ws_view
+    v = ws_view.ws_view(kr, lr)
+    if v is None:
+        return []
+    out = [ws_view.threads_text(v) + "  \n" + ws_view.barriers_text(v)]
+    rows = ws_view.phase_rows(v)
+    header = (f"{'phase' if v.counter else v.var} mod {2 * v.num_stages}", "slot",
+              "consumer waits full", "producer waits empty")
+    out.append("Phases per stage (wait parity; the producer's is flipped, so its first pass "
+               "does not block)" + (", counted by a phase counter (the loop is nested or "
+               "guarded)" if v.counter else "") + ":\n\n" + render.markdown_table(header, rows))
+    out.append("Both loops (sketch):\n\n" + _fence(ws_view.code(v), "cuda"))
+    return out
 
 
 def schedule_table(lr: "LoopResult", uri: Optional[str] = None,
@@ -239,7 +294,8 @@ def loop_hover(kr: "KernelResult", lr: "LoopResult", target: str = "sm_80",
     title = f"**`T.Pipelined` loop over `{loop.var}`**" + (" — " + ", ".join(facts)
                                                            if facts else "")
     out.append(title + "  \n" + " · ".join(hover_view.summary_parts(kr, lr)))
-    table = schedule_table(lr, uri, kr.kernel)
+    split = ws_details(kr, lr)
+    table = ws_table(kr, lr, uri) if split else schedule_table(lr, uri, kr.kernel)
     if table:
         out.append(table)
     if lr.excluded_binds:
@@ -252,7 +308,8 @@ def loop_hover(kr: "KernelResult", lr: "LoopResult", target: str = "sm_80",
     summary = sync_summary(lr)
     if summary:
         out.append(summary)
-    preview = sync_preview(kr, lr, target)
+    out.extend(split)
+    preview = None if split else sync_preview(kr, lr, target)
     if preview:
         before, body, after = hover_view.steady_body(preview)
         out.append("Emitted sync, steady state (preview):\n\n" + _fence(body, "cuda"))
@@ -292,15 +349,44 @@ def statement_hover(kr: "KernelResult", lr: "LoopResult", ss: "ScheduledStmt",
     label = hover_view.cut(ss.stmt.label or ss.stmt.op, 72)
     out = [f"**`{label}`** — {_ref(uri, ss.stmt.span.line, f'line {ss.stmt.span.line}')}"]
     where = next((r for r in hover_view.schedule_rows(lr) if r.stmt is ss), None)
-    line = (f"stage **{int_text(ss.stage)}** · order **{int_text(ss.order)}**"
-            + (f" of {len(lr.statements)}" if lr.statements else "")
-            + f" in the pipelined loop over `{lr.loop.var}` ({_ref(uri, lr.loop.span.line, 'line ' + str(lr.loop.span.line))})")
+    from tilelint.analysis import ws_view
+    view = ws_view.ws_view(kr, lr)
+    where_loop = (f" the pipelined loop over `{lr.loop.var}` "
+                  f"({_ref(uri, lr.loop.span.line, 'line ' + str(lr.loop.span.line))})")
+    if view is not None:
+        line = (f"**{view.role(ss)}** warpgroup of the warp-specialized loop over "
+                f"`{lr.loop.var}` ({_ref(uri, lr.loop.span.line, 'line ' + str(lr.loop.span.line))}"
+                f", {view.num_stages} stage{'s' if view.num_stages != 1 else ''})")
+    else:
+        line = (f"stage **{int_text(ss.stage)}** · order **{int_text(ss.order)}**"
+                + (f" of {len(lr.statements)}" if lr.statements else "") + " in" + where_loop)
     out.append(line)
     if where is not None and not lr.warp_specialized:
         out.append(f"runs iteration {where.steady} in the steady state; prologue: {where.prologue};"
                    f" epilogue: {where.epilogue}")
     out.append(f"reads: {_accesses(ss.stmt, 'reads', versions)}  \n"
                f"writes: {_accesses(ss.stmt, 'writes', versions)}")
+    if view is not None:
+        role, before, after = ws_view.events_around(view, ss)
+        how = dict((id(p), h) for p, h in view.producers).get(id(ss))
+        what = {"TMA": "issues it as a TMA load", "cp.async": "issues it as cp.async",
+                "moved": "runs it ahead of the copy that needs it"}.get(how or "", "runs it")
+        first = view.producer_threads if role == "consumer" else 0
+        count = view.producer_threads if role == "producer" else view.consumer_threads
+        threads = (f"threads {first}–{first + count - 1}" if count is not None else "threads ?")
+        tma = next((e for e in view.producer_events if e.stmt is ss and e.kind == "tma"), None)
+        if tma is not None:
+            ring = ws_view.ring(tma.base, view.num_stages,
+                                "phase" if view.counter else view.var)
+            what += (f"; it completes on `{ring}`"
+                     + (f" ({tma.bytes} bytes per stage)" if tma.bytes is not None else ""))
+        out.append(f"The {role} warpgroup ({threads}) {what}.  \n"
+                   f"In its loop, right before it: {_calls(before)}  \n"
+                   f"right after it: {_calls(after)}")
+        out.append(_fence("\n".join(before + [ws_view.event_code(view, ws_view.WsEvent(
+            "tma" if how == "TMA" else "stmt", stmt=ss, base=next(
+                (e.base for e in view.producer_events if e.stmt is ss), 0)))] + after), "cuda"))
+        return _ref_defs(fit("\n\n".join(out) + _config_note(kr)), uri)
     preview = sync_preview(kr, lr, target)
     index = next((i for i, s in enumerate(lr.statements) if s is ss), -1)
     places = hover_view.placements(kr.kernel, lr, preview).get(index, []) if preview else []
