@@ -376,13 +376,19 @@ def cuda_timeline(kr: KernelResult, li: int, target: str, module: Optional[Modul
     trip = _trip_text(kr, lr, env)
     caption = (f"drawn for n = {n_diag} iterations ({STEADY_SHOWN} of the steady state); "
                f"{trip}")
-    drawn = count_marks(columns, (PROLOGUE,)), count_marks(columns, (BODY,)), \
-        count_marks(columns, (EPILOGUE,))
-    counted = (lr.prologue_sync or LoopSync(), lr.sync or LoopSync(),
-               lr.epilogue_sync or LoopSync())
-    note = "" if drawn == counted else (
-        "the placement drawn here and the counts of explain differ; the counts are the "
-        "ones checked against the compiler")
+    if lr.sync is None:
+        # The model claims no sync for this loop (tensor memory, user mbarriers, an
+        # unknown stage, a kernel of another dialect): only the schedule is drawn.
+        columns = [Column(c.section, c.title, tuple(it for it in c.items if isinstance(it, Cell)))
+                   for c in columns if c.section != "before"]
+        note = "no sync drawn: tilelint does not model the sync of this kernel"
+    else:
+        drawn = count_marks(columns, (PROLOGUE,)), count_marks(columns, (BODY,)), \
+            count_marks(columns, (EPILOGUE,))
+        counted = (lr.prologue_sync or LoopSync(), lr.sync, lr.epilogue_sync or LoopSync())
+        note = "" if drawn == counted else (
+            "the placement drawn here and the counts of explain differ; the counts are the "
+            "ones checked against the compiler")
     stages = sorted({s.stage for s in lr.statements if s.stage is not None})
     return Timeline(tuple(labels), tuple(columns),
                     tuple(f"stage {s}" if s in stages else "" for s in range(max(stages) + 1)),
@@ -961,7 +967,11 @@ def explain_page(analyses: Sequence[Analysis], title: str,
         for kr in a.kernels:
             first = kr.kernel.name not in seen
             seen.add(kr.kernel.name)
-            out.append(_instance_section(kr, a.target, first, a.module, st))
+            try:
+                out.append(_instance_section(kr, a.target, first, a.module, st))
+            except Exception as exc:  # noqa: BLE001 - a bug of ours: the rest of the page stands
+                out.append(f"<p class='note warn'>{_e(kr.kernel.name)}: could not draw this "
+                           f"instance ({_e(type(exc).__name__)}: {_e(exc)})</p>")
         if a.diagnostics:
             out.append("<h3>diagnostics</h3><ul class='diags'>")
             for d in a.diagnostics:
