@@ -559,7 +559,7 @@ class _TraceCtx:
     def blocked(self, e: Expr) -> Tuple[bool, Set[str]]:
         """(whether ``e`` is unknown, the names that block it)."""
         try:
-            self.env._eval(e, 0)
+            self.env.compute(e)
             return False, set()
         except values.Unknown as exc:
             return True, set(exc.names)
@@ -767,7 +767,7 @@ def _why_text(env: values.Env, expr: Optional[Expr]) -> str:
     if expr is None:
         return ""
     try:
-        env._eval(expr, 0)
+        env.compute(expr)
         return ""
     except values.Unknown as exc:
         why = exc.why

@@ -23,8 +23,8 @@ class Block(importlib.abc.MetaPathFinder):
             raise ImportError("blocked: " + name)
 sys.meta_path.insert(0, Block())
 import tilelint.analysis as A
-for m in pkgutil.iter_modules(A.__path__):
-    importlib.import_module("tilelint.analysis." + m.name)
+for m in pkgutil.walk_packages(A.__path__, "tilelint.analysis."):
+    importlib.import_module(m.name)
 from tilelint.analysis import Settings, analyze
 for path, target in cases:
     a = analyze(open(path).read(), path, Settings(target=target))

@@ -231,6 +231,10 @@ def test_the_scan_sees_the_modules_and_their_imports() -> None:
     assert "tilelint.analysis.packing" in GRAPH["tilelint.analysis.pipeline"]
     # ... and the CLI imports the analysis package through absolute or relative names.
     assert any(t.startswith("tilelint.analysis") for t in GRAPH["tilelint.server.cli"])
+    # Subpackages are scanned too: a relative import climbs out of one
+    # (``from ..model import``) or stays inside it (``from .evaluate import``).
+    assert "tilelint.analysis.model" in GRAPH["tilelint.analysis.values.evaluate"]
+    assert "tilelint.analysis.values.evaluate" in GRAPH["tilelint.analysis.values.interpret"]
 
 
 def test_no_new_import_cycles() -> None:
