@@ -769,11 +769,12 @@ body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:20px;col
 background:#fff}
 h1{font-size:20px;margin:0 0 6px}h2{font-size:17px;margin:24px 0 8px;border-bottom:1px solid #ccc}
 h3{font-size:15px;margin:14px 0 6px}
-table{border-collapse:collapse;font-size:12.5px;margin:8px 0}
+table{border-collapse:collapse;font-size:12px;margin:8px 0}
 th,td{border:1px solid #ccc;padding:3px 6px;text-align:right;vertical-align:top}
 th{background:#f3f4f6}td.l,th.l{text-align:left}
 td.ok{background:#e6f4ea}td.no{background:#fde8e8;font-weight:600}
-.bind{font-family:ui-monospace,monospace;font-size:11.5px;color:#444;text-align:left}
+.bind{font-family:ui-monospace,monospace;font-size:11px;color:#444;text-align:left;
+min-width:14em;max-width:24em}
 details{margin:6px 0 12px;border:1px solid #ddd;border-radius:4px;padding:4px 10px}
 summary{cursor:pointer;font-weight:600}
 .note{color:#555;font-size:12.5px;margin:2px 0 6px}
@@ -830,35 +831,53 @@ def table_rows(analyses: Sequence[Analysis], settings: Sequence[Optional[Setting
 
 
 def _table(analyses: Sequence[Analysis], settings: Sequence[Optional[Settings]]) -> str:
-    head = ("<tr><th class='l'>kernel</th><th class='l'>instance</th><th class='l'>target</th>"
-            "<th>threads</th><th>arena B</th><th>shared B<br/>(arena + static)</th>"
+    head = ("<tr><th class='l'>kernel</th><th class='l'>instance</th>"
+            "<th class='l'>bindings</th><th class='l'>target</th>"
+            "<th>threads</th><th>arena B</th><th>shared B<br/>(+ static)</th>"
             "<th>limit B</th><th>fits</th><th>blocks/SM<br/>by shared</th>"
-            "<th>blocks/SM<br/>by threads</th><th>blocks/SM</th>"
-            "<th>fragment B<br/>per thread</th><th>registers/thread<br/>(estimate)</th>"
-            "<th>blocks/SM by<br/>registers (est.)</th><th class='l'>bindings</th></tr>")
+            "<th>blocks/SM<br/>by threads</th><th>blocks<br/>/SM</th>"
+            "<th>fragment<br/>B/thread</th><th>registers/<br/>thread (est.)</th>"
+            "<th>blocks/SM by<br/>regs (est.)</th></tr>")
+    rows = table_rows(analyses, settings)
+    span: Dict[Tuple[object, object, object], int] = {}
+    for r in rows:
+        key = (r["kernel"], r["line"], r["instance"])
+        span[key] = span.get(key, 0) + 1
     body = []
-    for r in table_rows(analyses, settings):
+    started: set = set()
+    for r in rows:
         occ = r["occ"]
         assert isinstance(occ, Occupancy)
+        key = (r["kernel"], r["line"], r["instance"])
         fit = "?" if occ.fits is None else ("yes" if occ.fits else "NO")
-        fit_cls = "" if occ.fits is None else (" class='ok'" if occ.fits else " class='no'")
+        fit_cls = "fits" + ("" if occ.fits is None else (" ok" if occ.fits else " no"))
         regs = "?" if occ.registers_estimate is None else f"≥ {occ.registers_estimate}"
         if occ.registers_estimate is not None and occ.registers_estimate > 255:
             regs += " (over 255: spills)"
         threads = _num(occ.threads) + (" (WS)" if r["warp_specialized"] else "")
+        first = ""
+        if key not in started:
+            started.add(key)
+            n = span[key]
+            first = (f'<td class="l kernel" rowspan="{n}">{_e(r["kernel"])} '
+                     f'<small>(line {r["line"]})</small></td>'
+                     f'<td class="l instance" rowspan="{n}">{_e(r["instance"])}</td>'
+                     f'<td class="bind" rowspan="{n}">{_e(r["bindings"])}</td>')
         body.append(
             f'<tr data-kernel="{_e(r["kernel"])}" data-instance="{_e(r["instance"])}" '
-            f'data-target="{_e(r["target"])}" data-arena="{_num(occ.arena_bytes)}" '
-            f'data-total="{_num(occ.total_bytes)}">'
-            f'<td class="l">{_e(r["kernel"])} <small>(line {r["line"]})</small></td>'
-            f'<td class="l">{_e(r["instance"])}</td><td class="l">{_e(r["target"])}</td>'
-            f'<td>{_e(threads)}</td><td class="arena">{_num(occ.arena_bytes)}</td>'
-            f'<td class="total">{_num(occ.total_bytes)}</td><td>{_num(occ.budget)}</td>'
-            f'<td{fit_cls}>{fit}</td><td>{_na(occ.blocks_by_smem, occ)}</td>'
-            f'<td>{_na(occ.blocks_by_threads, occ)}</td><td><b>{_na(occ.blocks, occ)}</b></td>'
-            f'<td>{_num(occ.fragment_bytes_per_thread)}</td><td>{_e(regs)}</td>'
-            f'<td>{_na(occ.blocks_by_registers, occ)}</td>'
-            f'<td class="bind">{_e(r["bindings"])}</td></tr>')
+            f'data-target="{_e(r["target"])}">{first}'
+            f'<td class="l target">{_e(r["target"])}</td>'
+            f'<td class="threads">{_e(threads)}</td>'
+            f'<td class="arena">{_num(occ.arena_bytes)}</td>'
+            f'<td class="total">{_num(occ.total_bytes)}</td>'
+            f'<td class="limit">{_num(occ.budget)}</td>'
+            f'<td class="{fit_cls}">{fit}</td>'
+            f'<td class="by-shared">{_na(occ.blocks_by_smem, occ)}</td>'
+            f'<td class="by-threads">{_na(occ.blocks_by_threads, occ)}</td>'
+            f'<td class="blocks"><b>{_na(occ.blocks, occ)}</b></td>'
+            f'<td class="fragment">{_num(occ.fragment_bytes_per_thread)}</td>'
+            f'<td class="registers">{_e(regs)}</td>'
+            f'<td class="by-registers">{_na(occ.blocks_by_registers, occ)}</td></tr>')
     note = ('<p class="note">shared B is what the launch needs (the dynamic arena plus static '
             '<code>__shared__</code>); a block also costs the 1 KB the system reserves. Blocks '
             'per SM: the per-SM limits of shared memory, threads and blocks of the CUDA '

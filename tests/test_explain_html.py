@@ -77,8 +77,20 @@ def by_class(root, cls):
 
 
 def rows_of(page):
-    return [dict(re.findall(r'data-(\w+)="([^"]*)"', m.group(1)))
-            for m in re.finditer(r"<tr (data-kernel=[^>]*)>", page)]
+    """Each instance × target row of the table: its data attributes and the
+    text of each cell, by the cell's first class."""
+    out = []
+    for m in re.finditer(r"<tr (data-kernel=[^>]*)>(.*?)</tr>", page, re.S):
+        row = dict(re.findall(r'data-(\w+)="([^"]*)"', m.group(1)))
+        for cls, text in re.findall(r'<td class="([\w-]+)[^"]*"[^>]*>(.*?)</td>', m.group(2)):
+            if cls == "l":
+                continue
+            row[cls] = re.sub(r"<[^>]+>", "", text)
+        if "bind" not in row:  # the instance's cells span its targets' rows
+            assert out and out[-1]["instance"] == row["instance"]
+            row["bind"] = out[-1]["bind"]
+        out.append(row)
+    return out
 
 
 # --------------------------------------------------------------------------
@@ -124,16 +136,13 @@ def test_sections_marked(gemm_page):
 
 def test_table_values_gemm(gemm_page):
     rows = rows_of(gemm_page)
-    assert [(r["target"], r["arena"], r["total"]) for r in rows] == [
-        ("sm_80", "49152", "49152"), ("sm_90", "49152", "49200")]
-    table = gemm_page[gemm_page.index("<table"):gemm_page.index("</table>")]
-    cells = [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", table)]
-    sm80, sm90 = cells[:15], cells[15:30]
-    # threads, arena, total, limit, fits, by shared, by threads, blocks, frag B, regs, by regs
-    assert sm80[3:14] == ["128", "49152", "49152", "166912", "yes", "3", "16", "3", "512",
-                          "≥ 128", "4"]
-    assert sm90[3:14] == ["256 (WS)", "49152", "49200", "232448", "yes", "4", "8", "4", "512",
-                          "≥ 128", "2"]
+    cols = ("target", "threads", "arena", "total", "limit", "fits", "by-shared", "by-threads",
+            "blocks", "fragment", "registers", "by-registers")
+    got = [tuple(r[c] if c != "target" else r["target"] for c in cols) for r in rows]
+    assert got == [
+        ("sm_80", "128", "49152", "49152", "166912", "yes", "3", "16", "3", "512", "≥ 128", "4"),
+        ("sm_90", "256 (WS)", "49152", "49200", "232448", "yes", "4", "8", "4", "512", "≥ 128",
+         "2")]
     assert "Registers per thread are an estimate" in gemm_page
 
 
@@ -154,14 +163,15 @@ def test_table_equals_json_every_autotune_config(capsys):
             assert r["kernel"] == k["name"]
             assert int(r["arena"]) == k["shared"]["bytes"]
             assert int(r["total"]) == k["shared"]["total_bytes"]
+            assert r["threads"].split()[0] == str(k["threads"])
+            assert r["instance"] in r["bind"] or r["instance"] == "defaults" or all(
+                part in r["bind"] for part in r["instance"].split(", "))
     # fits: shared bytes against each budget (the budgets of analysis/targets.py)
-    fit = re.findall(r'data-target="(sm_\d+)" data-arena="\d+" data-total="(\d+)">'
-                     r'(?:.*?</td>){7}<td[^>]*>(yes|NO)</td>', page)
-    assert len(fit) == 32
-    for target, total, yes in fit:
-        budget = {"sm_80": 166912, "sm_90": 232448}[target]
-        assert (yes == "yes") == (int(total) <= budget)
-    assert any(y == "NO" for _, _, y in fit) and any(y == "yes" for _, _, y in fit)
+    for r in rows:
+        budget = {"sm_80": 166912, "sm_90": 232448}[r["target"]]
+        assert r["limit"] == str(budget)
+        assert (r["fits"] == "yes") == (int(r["total"]) <= budget)
+    assert {r["fits"] for r in rows} == {"yes", "NO"}
 
 
 def test_occupancy_unknown_target_kinds():
