@@ -59,7 +59,9 @@ _SM: Dict[str, SmLimits] = {
     "sm_103": SmLimits(228 * 1024, 1024, 32, 2048),
     "sm_120": SmLimits(100 * 1024, 1024, 24, 1536),
 }
-# Shared memory is given to a block in units of 128 bytes.
+# Shared memory is given to a block in units of 128 bytes on compute capability
+# 8.x-12.x (CUDA's occupancy calculator, cuda_occupancy.h's
+# cudaOccSMemAllocationGranularity); the 1 KB reserved per block is a multiple.
 SMEM_GRANULE = 128
 
 
