@@ -344,103 +344,129 @@ def _name_span(kr: KernelResult) -> Span:
 
 
 def compare(analysis: Analysis, facts: dict, path: str) -> VerifyResult:
+    """The model's ``analysis`` of ``path`` against ``facts``, the worker's
+    answer for the same file: TL911 for a compiler error the model did not
+    predict, TL910 for each fact on which they disagree."""
     res = VerifyResult(path=path, target=analysis.target, ran=True, raw=facts)
     res.notes.extend(facts.get("notes") or [])
-    diags: List[Diagnostic] = []
     src_lines = (facts.get("_source") or "").splitlines()
-
-    def line_span(line: Optional[int], fallback: Span) -> Span:
-        """The compiler's line (its columns are always 1): the whole line's text."""
-        if not line:
-            return fallback
-        text = src_lines[line - 1] if 0 < line <= len(src_lines) else ""
-        indent = len(text) - len(text.lstrip())
-        return Span(line, indent, line, max(indent, len(text)))
-
     imp = facts.get("import_error")
     if imp and imp.get("environment"):
         res.unverified["<file>"] = str(imp["environment"])
         return res
     if imp:
-        line = imp.get("line")
-        has_syntax = [d for d in analysis.diagnostics if d.code == "TL001"]
-        if not has_syntax:
-            where = f" --> {path}:{line}:{imp.get('col') or 1}" if line else ""
-            diags.append(Diagnostic(
-                code="TL911", severity="error",
-                span=line_span(line, Span(1, 0, 1, 0)),
-                message=f"importing the file with the real compiler failed: {imp.get('type')}: "
-                        f"{imp.get('summary') or imp.get('message')}{where}"))
-        res.diagnostics = tuple(diags)
+        res.diagnostics = tuple(_import_error(analysis, imp, path, src_lines))
         return res
 
+    diags: List[Diagnostic] = []
     kfacts: Dict[str, dict] = facts.get("kernels") or {}
     for kr in first_instances(analysis):
-        name = kr.kernel.name
-        k = kfacts.get(name)
-        if k is None:
-            res.kernels.append(KernelCheck(name=name, lowered=False))
-            continue
-        if (k.get("error") or {}).get("environment"):
-            # the kernel could not be built here (its factory needs a GPU or a
-            # module that is not installed): nothing is known about it
-            res.unverified[name] = str(k["error"]["environment"])
-            res.kernels.append(KernelCheck(name=name, lowered=False,
-                                           instantiated=k.get("instantiated")))
-            continue
-        chk = KernelCheck(name=name, lowered=not k.get("error"), instantiated=k.get("instantiated"),
-                          compiler_error=k.get("error"))
-        res.kernels.append(chk)
-        ours_err = [d for d in analysis.diagnostics
-                    if d.code in VALIDATION and d.kernel in (name, None) and d.severity == "error"]
-        err = k.get("error")
-        if err:
-            code, line = err.get("code"), err.get("line")
-            where = f" --> {err.get('file') or path}:{line}:{err.get('col') or 1}" if line else ""
-            chk.compared.append("error")
-            hits = [d for d in ours_err if code and d.code == code]
-            if not hits:
-                chk.mismatches.append(f"compiler error {code or err.get('type')} not predicted")
-                diags.append(Diagnostic(
-                    code="TL911", severity="error", kernel=name,
-                    span=line_span(line, _name_span(kr)),
-                    message=(f"the compiler rejects `{name}`"
-                             + (f" (what tilelint calls {code})" if code else "")
-                             + f": {err.get('summary') or err.get('message')}{where}"
-                             + (f"; tilelint predicted {', '.join(sorted({d.code for d in ours_err}))}"
-                                if ours_err else "; tilelint predicted no error")),
-                    related=tuple(Related(d.span, f"tilelint: {d.code}") for d in ours_err)))
-            elif line and line not in [d.span.line for d in hits]:
-                msg = (f"{code} line: tilelint {', '.join(str(d.span.line) for d in hits)}, "
-                       f"compiler {line}")
-                chk.mismatches.append(msg)
-                diags.append(Diagnostic(code="TL910", severity="warning", kernel=name,
-                                        span=line_span(line, _name_span(kr)),
-                                        message=f"`{name}`: {msg}{where}"))
-            if analysis.target != "ascend":
-                _compare_schedule(kr, k, chk, diags)
-            continue
-        if ours_err:
-            msg = (f"tilelint predicts {', '.join(sorted({d.code for d in ours_err}))}, "
-                   f"the compiler lowers `{name}` without error")
-            chk.mismatches.append(msg)
-            diags.append(Diagnostic(code="TL910", severity="warning", kernel=name,
-                                    span=ours_err[0].span, message=msg))
-        if analysis.target == "ascend":
-            _compare_ascend(kr, k, chk, diags)
-        else:
-            _compare_schedule(kr, k, chk, diags)
-            _compare_memory(kr, k, chk, diags)
-            _compare_sync(kr, k, chk, diags)
-        for sc in k.get("sync_code") or []:
-            res.sync_code += (SyncCode(kernel=name, loop_line=int(sc.get("loop_line") or 0),
-                                       code=str(sc.get("code") or ""),
-                                       scope=str(sc.get("scope") or "loop")),)
+        _compare_kernel(analysis, kr, kfacts.get(kr.kernel.name), path, src_lines, res, diags)
     for name in kfacts:
         if name not in {kr.kernel.name for kr in analysis.kernels}:
             res.notes.append(f"the compiler lowered `{name}`, which tilelint did not find")
     res.diagnostics = tuple(diags)
     return res
+
+
+def _line_span(src_lines: Sequence[str], line: Optional[int], fallback: Span) -> Span:
+    """The compiler's line (its columns are always 1): the whole line's text."""
+    if not line:
+        return fallback
+    text = src_lines[line - 1] if 0 < line <= len(src_lines) else ""
+    indent = len(text) - len(text.lstrip())
+    return Span(line, indent, line, max(indent, len(text)))
+
+
+def _import_error(analysis: Analysis, imp: dict, path: str,
+                  src_lines: Sequence[str]) -> List[Diagnostic]:
+    """TL911 when the real compiler cannot import the file (nothing when the
+    model already reports the syntax error, TL001)."""
+    if any(d.code == "TL001" for d in analysis.diagnostics):
+        return []
+    line = imp.get("line")
+    where = f" --> {path}:{line}:{imp.get('col') or 1}" if line else ""
+    return [Diagnostic(
+        code="TL911", severity="error",
+        span=_line_span(src_lines, line, Span(1, 0, 1, 0)),
+        message=f"importing the file with the real compiler failed: {imp.get('type')}: "
+                f"{imp.get('summary') or imp.get('message')}{where}")]
+
+
+def _compare_kernel(analysis: Analysis, kr: KernelResult, k: Optional[dict], path: str,
+                    src_lines: Sequence[str], res: VerifyResult,
+                    diags: List[Diagnostic]) -> None:
+    """One kernel's facts (``k``, None when the worker did not lower it) against
+    the model: adds its :class:`KernelCheck` and sync code to ``res``, its
+    findings to ``diags``."""
+    name = kr.kernel.name
+    if k is None:
+        res.kernels.append(KernelCheck(name=name, lowered=False))
+        return
+    if (k.get("error") or {}).get("environment"):
+        # the kernel could not be built here (its factory needs a GPU or a
+        # module that is not installed): nothing is known about it
+        res.unverified[name] = str(k["error"]["environment"])
+        res.kernels.append(KernelCheck(name=name, lowered=False,
+                                       instantiated=k.get("instantiated")))
+        return
+    chk = KernelCheck(name=name, lowered=not k.get("error"), instantiated=k.get("instantiated"),
+                      compiler_error=k.get("error"))
+    res.kernels.append(chk)
+    ours_err = [d for d in analysis.diagnostics
+                if d.code in VALIDATION and d.kernel in (name, None) and d.severity == "error"]
+    err = k.get("error")
+    if err:
+        _compare_error(kr, err, ours_err, path, src_lines, chk, diags)
+        if analysis.target != "ascend":
+            _compare_schedule(kr, k, chk, diags)
+        return
+    if ours_err:
+        msg = (f"tilelint predicts {', '.join(sorted({d.code for d in ours_err}))}, "
+               f"the compiler lowers `{name}` without error")
+        chk.mismatches.append(msg)
+        diags.append(Diagnostic(code="TL910", severity="warning", kernel=name,
+                                span=ours_err[0].span, message=msg))
+    if analysis.target == "ascend":
+        _compare_ascend(kr, k, chk, diags)
+    else:
+        _compare_schedule(kr, k, chk, diags)
+        _compare_memory(kr, k, chk, diags)
+        _compare_sync(kr, k, chk, diags)
+    for sc in k.get("sync_code") or []:
+        res.sync_code += (SyncCode(kernel=name, loop_line=int(sc.get("loop_line") or 0),
+                                   code=str(sc.get("code") or ""),
+                                   scope=str(sc.get("scope") or "loop")),)
+
+
+def _compare_error(kr: KernelResult, err: dict, ours_err: Sequence[Diagnostic], path: str,
+                   src_lines: Sequence[str], chk: KernelCheck,
+                   diags: List[Diagnostic]) -> None:
+    """The compiler rejected the kernel: TL911 when the model predicted no
+    error of that code, TL910 when it did on another line."""
+    name = kr.kernel.name
+    code, line = err.get("code"), err.get("line")
+    where = f" --> {err.get('file') or path}:{line}:{err.get('col') or 1}" if line else ""
+    chk.compared.append("error")
+    hits = [d for d in ours_err if code and d.code == code]
+    if not hits:
+        chk.mismatches.append(f"compiler error {code or err.get('type')} not predicted")
+        diags.append(Diagnostic(
+            code="TL911", severity="error", kernel=name,
+            span=_line_span(src_lines, line, _name_span(kr)),
+            message=(f"the compiler rejects `{name}`"
+                     + (f" (what tilelint calls {code})" if code else "")
+                     + f": {err.get('summary') or err.get('message')}{where}"
+                     + (f"; tilelint predicted {', '.join(sorted({d.code for d in ours_err}))}"
+                        if ours_err else "; tilelint predicted no error")),
+            related=tuple(Related(d.span, f"tilelint: {d.code}") for d in ours_err)))
+    elif line and line not in [d.span.line for d in hits]:
+        msg = (f"{code} line: tilelint {', '.join(str(d.span.line) for d in hits)}, "
+               f"compiler {line}")
+        chk.mismatches.append(msg)
+        diags.append(Diagnostic(code="TL910", severity="warning", kernel=name,
+                                span=_line_span(src_lines, line, _name_span(kr)),
+                                message=f"`{name}`: {msg}{where}"))
 
 
 def _mismatch(chk: KernelCheck, diags: List[Diagnostic], kr: KernelResult, span: Span,
