@@ -156,6 +156,11 @@ class Pruned(tuple):
 
     __hash__ = tuple.__hash__
 
+    def __reduce__(self) -> Tuple[type, Tuple[Tuple[ConfigVerdict, ...], str]]:
+        # pickle and copy rebuild it from its verdicts (tuple's default would
+        # call __new__ with the kept configurations only).
+        return (Pruned, (self.verdicts, self.target))
+
     def __repr__(self) -> str:
         return (f"Pruned({len(self)} of {len(self.verdicts)} configs kept on {self.target}: "
                 f"{list(self)!r})")

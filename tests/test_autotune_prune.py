@@ -13,9 +13,11 @@ table)."""
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import json
 import os
+import pickle
 import subprocess
 import sys
 import types
@@ -110,6 +112,8 @@ def test_pruned_is_the_list_tilelang_needs(monkeypatch):
     assert len(res.verdicts) == 3 and res.target == "sm_80"
     with pytest.raises(AttributeError):
         res.target = "sm_90"
+    for twin in (copy.deepcopy(res), pickle.loads(pickle.dumps(res))):
+        assert twin == res and twin.verdicts == res.verdicts and twin.target == "sm_80"
 
 
 def test_margin(monkeypatch):
