@@ -19,6 +19,9 @@ if ! command -v nvim >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get
   (apt-get update -qq && apt-get install -y -qq neovim) >/dev/null 2>&1 || \
     echo "note: could not install neovim; the Neovim test will be skipped" >&2
 fi
+# The VS Code client test drives code-server in headless Chromium; install it when we
+# can (it prints a note and the test skips otherwise).
+bash scripts/install_code_server.sh || true
 # The explain page test renders in headless Chromium; install it when we can.
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   (apt-get update -qq && apt-get install -y -qq chromium) >/dev/null 2>&1 || \

@@ -1,0 +1,224 @@
+"""A real VS Code: code-server 4.100.3 (VS Code 1.100.3) with the built .vsix, driven in
+headless Chromium (Debian's ``chromium``, through Playwright; no network).
+
+It opens a kernel whose ``order=[0, 0, 1]`` gives two statements the same order (the
+compiler stops in InjectSoftwarePipeline with "Two statements in the software pipeline
+cannot have the same order" and blames the second, line 20 of the parity fixture), and
+checks what a user sees:
+
+* the TL101 squiggle in the editor, on that line;
+* the Problems panel entry (TL101, the message, line 20);
+* the hover on ``T.Pipelined``, which shows the schedule table (stage/order per
+  statement).
+
+A screenshot of the hover is kept (``TILELINT_ARTIFACTS``, default build/test-artifacts/).
+``scripts/install_code_server.sh`` installs what it needs; ``scripts/test.sh`` runs that
+script.  Without code-server, chromium, Playwright or a built .vsix the test skips and
+says which is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Iterator, Optional
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+KERNEL = ROOT / "tests" / "fixtures" / "parity" / "invalid_tl101_duplicate_order.py"
+TL101_LINE = 20  # the second statement with order 0 (the compiler's blame)
+ARTIFACTS = Path(os.environ.get("TILELINT_ARTIFACTS") or ROOT / "build" / "test-artifacts")
+
+
+def _code_server() -> Optional[str]:
+    prefix = os.environ.get("TILELINT_CODE_SERVER_PREFIX") or str(
+        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tilelint-code-server")
+    local = Path(prefix) / "node_modules" / ".bin" / "code-server"
+    if local.exists():
+        return str(local)
+    return shutil.which("code-server")
+
+
+def _chromium() -> Optional[str]:
+    for name in ("chromium", "chromium-browser"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def _vsix() -> Optional[Path]:
+    found = sorted((ROOT / "editors" / "vscode").glob("tilelint-*.vsix"))
+    return found[-1] if found else None
+
+
+def _tilelint() -> Optional[str]:
+    exe = Path(sys.executable).parent / "tilelint"
+    return str(exe) if exe.exists() else shutil.which("tilelint")
+
+
+def _missing() -> Optional[str]:
+    if _code_server() is None:
+        return "code-server is not installed (scripts/install_code_server.sh installs it)"
+    if _chromium() is None:
+        return "chromium is not installed"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "playwright is not installed (pip install playwright)"
+    if _vsix() is None:
+        return "the extension is not built (scripts/build_vscode.sh)"
+    if _tilelint() is None:
+        return "the tilelint console script is not installed"
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_http(url: str, proc: subprocess.Popen, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"code-server exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            time.sleep(0.5)
+    raise TimeoutError(f"code-server did not answer at {url}")
+
+
+@pytest.fixture(scope="module")
+def workbench(tmp_path_factory) -> Iterator[dict]:
+    why = _missing()
+    if why:
+        pytest.skip(why)
+    code_server, vsix, tilelint = _code_server(), _vsix(), _tilelint()
+    assert code_server and vsix and tilelint
+    base = tmp_path_factory.mktemp("vscode")
+    data, exts, folder = base / "data", base / "extensions", base / "project"
+    (data / "User").mkdir(parents=True)
+    folder.mkdir()
+    kernel = folder / "gemm_duplicate_order.py"
+    kernel.write_text(KERNEL.read_text())
+    # User settings: the server command (user-level settings hold in any workspace),
+    # no trust prompt, nothing that reaches the network.
+    (data / "User" / "settings.json").write_text(json.dumps({
+        "tilelint.path": [tilelint],
+        "security.workspace.trust.enabled": False,
+        "workbench.startupEditor": "none",
+        "workbench.tips.enabled": False,
+        "telemetry.telemetryLevel": "off",
+        "update.mode": "none",
+        "extensions.autoCheckUpdates": False,
+        "extensions.autoUpdate": False,
+        "editor.hover.delay": 100,
+    }))
+    common = ["--user-data-dir", str(data), "--extensions-dir", str(exts)]
+    env = {**os.environ, "PATH": f"{Path(tilelint).parent}:{os.environ.get('PATH', '')}"}
+    inst = subprocess.run([code_server, *common, "--install-extension", str(vsix)],
+                          capture_output=True, text=True, timeout=180, env=env)
+    assert inst.returncode == 0, inst.stdout + inst.stderr
+    port = _free_port()
+    log = open(base / "code-server.log", "w")
+    proc = subprocess.Popen(
+        [code_server, *common, "--auth", "none", "--bind-addr", f"127.0.0.1:{port}",
+         "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust",
+         str(folder)], stdout=log, stderr=subprocess.STDOUT, env=env)
+    try:
+        _wait_http(f"http://127.0.0.1:{port}/healthz", proc)
+        yield {"port": port, "folder": folder, "kernel": kernel, "log": base / "code-server.log"}
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def page(workbench):
+    from playwright.sync_api import sync_playwright
+
+    port, folder, kernel = workbench["port"], workbench["folder"], workbench["kernel"]
+    payload = json.dumps([["openFile", f"vscode-remote://127.0.0.1:{port}{kernel}"]])
+    url = (f"http://127.0.0.1:{port}/?folder={urllib.parse.quote(str(folder))}"
+           f"&payload={urllib.parse.quote(payload)}")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=_chromium(),
+                                     args=["--no-sandbox", "--disable-gpu"])
+        pg = browser.new_page(viewport={"width": 1500, "height": 950})
+        try:
+            pg.goto(url, wait_until="domcontentloaded", timeout=120_000)
+            pg.wait_for_selector(".monaco-workbench", timeout=120_000)
+            pg.wait_for_selector(".monaco-editor .view-lines", timeout=120_000)
+            yield pg
+        except Exception:
+            _shot(pg, "vscode-failure.png")
+            print(workbench["log"].read_text()[-4000:])
+            raise
+        finally:
+            browser.close()
+
+
+def _shot(pg, name: str) -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / name
+    pg.screenshot(path=str(path))
+    return path
+
+
+def test_tl101_squiggle_and_problems_entry(page) -> None:
+    # the squiggle: an error decoration in the editor (the server's TL101)
+    squiggle = page.wait_for_selector(".monaco-editor .squiggly-error", timeout=120_000)
+    # ... on line 20: the squiggle's row is the row of that line number
+    number = page.locator(".monaco-editor .line-numbers", has_text=str(TL101_LINE)).filter(
+        has_not_text=f"{TL101_LINE}0").first
+    box, row = squiggle.bounding_box(), number.bounding_box()
+    assert box and row and abs(box["y"] - row["y"]) < row["height"], (box, row)
+    # the Problems panel lists it with its code, message and line
+    page.locator(".monaco-editor .view-lines").first.click()
+    page.keyboard.press("Control+Shift+M")
+    panel = page.locator(".markers-panel")
+    panel.wait_for(timeout=60_000)
+    entry = panel.get_by_text("cannot have the same order", exact=False).first
+    entry.wait_for(timeout=60_000)
+    text = panel.inner_text()
+    assert "TL101" in text, text
+    assert f"[Ln {TL101_LINE}," in text, text
+    _shot(page, "vscode-problems.png")
+
+
+def test_hover_shows_the_schedule(page) -> None:
+    page.keyboard.press("Escape")
+    target = page.locator(".monaco-editor .view-line span", has_text="Pipelined").first
+    target.wait_for(timeout=60_000)
+    hover = page.locator(".monaco-hover:not(.hidden)")
+    for _ in range(5):  # the first hover may come before the server has analysed
+        target.hover()
+        try:
+            hover.get_by_text("steady state").first.wait_for(timeout=10_000)
+            break
+        except Exception:  # noqa: BLE001  (retry: move away and hover again)
+            page.mouse.move(5, 5)
+            time.sleep(1)
+    time.sleep(1.5)  # the hover fades in: let it settle before the screenshot
+    text = hover.first.inner_text()
+    for word in ("T.Pipelined", "stage", "order", "steady state", "TL101"):
+        assert word in text, (word, text)
+    shot = _shot(page, "vscode-hover.png")
+    assert shot.stat().st_size > 10_000
