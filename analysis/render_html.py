@@ -56,6 +56,7 @@ MARK_STYLE = {
     "wait": ("#1f3a93", ""),
     "commit": ("#7f7f7f", "3,2"),
     "mbarrier_wait": ("#8e44ad", ""),
+    "mbarrier_wait_once": ("#8e44ad", "1,2"),
     "arrive": ("#8e44ad", "3,2"),
     "flag_wait": ("#1f3a93", ""),
     "flag_notify": ("#7f7f7f", "3,2"),
@@ -267,7 +268,7 @@ def count_marks(columns: Sequence[Column], sections: Sequence[str]) -> LoopSync:
                     cm += 1
                 elif it.kind == "wait":
                     waits.append(it.n)
-                elif it.kind == "mbarrier_wait":
+                elif it.kind == "mbarrier_wait":  # not the first-iteration-only waits
                     mw += 1
     return LoopSync(syncthreads=st, cp_async_commit=cm, cp_async_wait=tuple(waits),
                     mbarrier_wait=mw)
@@ -424,57 +425,59 @@ def _event_mark(e: object, named: bool = False) -> Optional[Mark]:
 
 
 def _ws_timeline(kr: KernelResult, lr: LoopResult) -> Optional[Timeline]:
-    """Warp-specialized: the producer warpgroup issues the copies (TMA), the
-    consumer the rest; one mbarrier wait per group on each side per iteration
-    (``lr.sync.mbarrier_wait`` counts both sides), the consumer releases the
-    slot with an arrive."""
-    from .sync_cuda import is_async_copy
+    """Warp-specialized: ``ws_view``'s split (checked against the compiler's IR
+    after ProducerConsumerWarpSpecialized).  Rows: the producer warpgroup's
+    statements (TMA copies, cp.async loops, statements it runs ahead), then the
+    consumer's; a column is one iteration k of both loops, with every mbarrier
+    wait (id and parity), arrive and commit of that iteration in place."""
+    from . import ws_view as ws
 
-    order = sorted(range(len(lr.statements)),
-                   key=lambda i: (lr.statements[i].order or 0, i))
-    prod = [i for i in order if is_async_copy(lr.statements[i].stmt, kr.kernel)]
-    cons = [i for i in order if i not in prod]
-    if not prod or not cons:
+    view = ws.ws_view(kr, lr)
+    if view is None:
         return None
-    rows = prod + cons
-    labels = tuple(("producer · " if i in prod else "consumer · ") + _stmt_label(lr, i)
-                   for i in rows)
-    ns = lr.num_stages or 1
-    waits = (lr.sync.mbarrier_wait if lr.sync is not None else 2) or 2
-    groups = max(1, waits // 2)
-    # which producer copy starts a group: all in one group, else one each
-    group_heads = set(prod) if groups >= len(prod) else {prod[0]}
-
-    def dst(i: int) -> set:
-        return {w.buffer for w in lr.statements[i].stmt.writes}
-
-    cons_wait_before: Dict[int, int] = {}  # consumer row → waits before it
-    if groups == 1:
-        cons_wait_before[cons[0]] = 1
-    else:
-        for p in prod:
-            first = next((c for c in cons
-                          if dst(p) & {r.buffer for r in lr.statements[c].stmt.reads}), cons[0])
-            cons_wait_before[first] = cons_wait_before.get(first, 0) + 1
+    prod = [ss for ss, _ in view.producers]
+    how = {id(ss): h for ss, h in view.producers}
+    rows = prod + list(view.consumer)
+    row_of = {id(ss): r for r, ss in enumerate(rows)}
+    labels = tuple(
+        (f"producer ({how[id(ss)]}) · " if id(ss) in how else "consumer · ")
+        + f"L{ss.stmt.span.line} {ss.stmt.label or ss.stmt.kind}" for ss in rows)
+    ns = view.num_stages
     columns = []
-    shown = ns + 1
-    for k in range(shown):
+    for k in range(ns + 1):
         items: List[object] = []
-        for i in rows:
-            pos = rows.index(i)
-            if i in group_heads:
-                items.append(Mark("mbarrier_wait", label=f"wait slot mbar[{k % ns + ns}]"))
-            for _ in range(cons_wait_before.get(i, 0)):
-                items.append(Mark("mbarrier_wait", label=f"wait data mbar[{k % ns}]"))
-            items.append(Cell(pos, str(k), 0 if i in prod else 1))
-        items.append(Mark("arrive", label=f"arrive mbar[{k % ns + ns}]"))
+        for role, events, colour in (("producer", view.producer_events, 0),
+                                     ("consumer", view.consumer_events, 1)):
+            runs = [ev for ev in events if ev.kind in ("tma", "stmt") and ev.stmt is not None]
+            evaluated = ws.iteration(view, role, k)
+            done = 0
+            for t in evaluated:
+                kind = t[0]
+                if kind in ("tma", "stmt"):
+                    ev = runs[done]
+                    done += 1
+                    assert ev.stmt is not None
+                    r = row_of.get(id(ev.stmt))
+                    if r is not None:
+                        items.append(Cell(r, str(k), colour))
+                elif kind == "wait":
+                    once = role == "consumer" and any(
+                        e.kind == "wait" and e.once and e.base == t[1] for e in events)
+                    items.append(Mark("mbarrier_wait_once" if once else "mbarrier_wait",
+                                      label=f"wait mbar[{t[1]}] p{t[2]}"
+                                            + (" once" if once else "")))
+                elif kind in ("arrive", "cp_async_arrive"):
+                    items.append(Mark("arrive", label=f"arrive mbar[{t[1]}]"))
+                elif kind == "commit":
+                    items.append(Mark("commit"))
         columns.append(Column(BODY, f"k={k}", tuple(items)))
-    pro = lr.prologue_sync.mbarrier_wait if lr.prologue_sync is not None else 0
-    caption = (f"warp-specialized: producer and consumer warpgroups run their own loops over the "
-               f"same iterations; {ns} slots (mbarriers {ns} data + {ns} free per group)"
-               + (f"; {pro} mbarrier wait(s) before the loop for TMA copies ahead of it"
-                  if pro else ""))
-    return Timeline(labels, tuple(columns), ("producer (TMA)", "consumer"), caption)
+    cons = view.consumer_threads
+    caption = (f"warp-specialized: blue = the producer warpgroup ({view.producer_threads} "
+               f"threads), orange = the consumer ({_num(cons)} threads); each runs its own "
+               f"loop over k, a column is iteration k of both. {ns} slot(s): slot k % {ns}, "
+               f"parity (k / {ns}) % 2; the producer's wait for a free slot lets it run up to "
+               f"{ns} iteration(s) ahead")
+    return Timeline(labels, tuple(columns), ("producer", "consumer"), caption)
 
 
 _ASC_WAIT = re.compile(r"asc_sync_wait\(\s*PIPE_(\w+),\s*PIPE_(\w+)")

@@ -220,13 +220,25 @@ def test_timeline_waits_gemm_sm80(gemm_page):
 
 
 def test_timeline_ws_gemm_sm90(gemm_page):
+    """sm_90 splits the loop: a producer warpgroup issues both TMA copies, the
+    consumer runs the gemm; 2 × 3 mbarriers, "full" 0..2 and "empty" 3..5
+    (ws_view's ids, which test_ws_parity checks against the compiler's IR).  In
+    iteration k the producer waits on empty[k % 3] with parity ((k / 3) % 2) ^ 1
+    (its first pass through the ring does not block), the consumer on
+    full[k % 3] with parity (k / 3) % 2 and then arrives on empty[k % 3]."""
     tl = [r for r in svgs(gemm_page) if r.get("class") == "timeline"][1]
     rows = [t.text for t in tl.iter(SVG_NS + "text") if t.get("class") == "rowlabel"]
-    assert [r.split(" · ")[0] for r in rows] == ["producer", "producer", "consumer"]
-    for col in by_class(tl, "col"):
-        # one producer wait (slot free) and one consumer wait (data ready) per iteration
-        assert len(_marks(col, "mbarrier_wait")) == 2
-        assert len(_marks(col, "arrive")) == 1
+    assert [r.split(" · ")[0] for r in rows] == ["producer (TMA)", "producer (TMA)", "consumer"]
+    cols = by_class(tl, "col")
+    assert len(cols) == 4
+    for k, col in enumerate(cols):
+        waits = [g.find(SVG_NS + "title").text for g in by_class(col, "mark-mbarrier_wait")]
+        arrives = [g.find(SVG_NS + "title").text for g in by_class(col, "mark-arrive")]
+        assert waits == [f"wait mbar[{3 + k % 3}] p{(k // 3) % 2 ^ 1}",
+                         f"wait mbar[{k % 3}] p{(k // 3) % 2}"]
+        assert arrives == [f"arrive mbar[{3 + k % 3}]"]
+        # the producer's wait sits above its first copy, the consumer's above the gemm
+        assert [int(g.get("data-gap")) for g in by_class(col, "mark-mbarrier_wait")] == [0, 2]
 
 
 def _sections(tl):
@@ -253,6 +265,9 @@ def test_timeline_counts_equal_loop_sync_on_every_parity_fixture(target):
                 n += 1
                 if lr.warp_specialized:
                     assert _sections(tl)[1].mbarrier_wait == lr.sync.mbarrier_wait, path.name
+                    once = sum(1 for c in tl.columns[:1] for m in c.items
+                               if getattr(m, "kind", "") == "mbarrier_wait_once")
+                    assert once == (lr.prologue_sync.mbarrier_wait if lr.prologue_sync else 0)
                     continue
                 from tilelint.analysis.model import LoopSync
                 assert _sections(tl) == [lr.prologue_sync or LoopSync(), lr.sync,
