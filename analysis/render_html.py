@@ -852,9 +852,11 @@ def _table(analyses: Sequence[Analysis], settings: Sequence[Optional[Settings]])
         occ = r["occ"]
         assert isinstance(occ, Occupancy)
         key = (r["kernel"], r["line"], r["instance"])
-        fit = "?" if occ.fits is None else ("yes" if occ.fits else "NO")
+        fit = ("n/a" if occ.budget is None else "?") if occ.fits is None else \
+            ("yes" if occ.fits else "NO")
         fit_cls = "fits" + ("" if occ.fits is None else (" ok" if occ.fits else " no"))
-        regs = "?" if occ.registers_estimate is None else f"≥ {occ.registers_estimate}"
+        regs = _na(None, occ) if occ.registers_estimate is None else \
+            f"≥ {occ.registers_estimate}"
         if occ.registers_estimate is not None and occ.registers_estimate > 255:
             regs += " (over 255: spills)"
         threads = _num(occ.threads) + (" (WS)" if r["warp_specialized"] else "")
@@ -871,14 +873,14 @@ def _table(analyses: Sequence[Analysis], settings: Sequence[Optional[Settings]])
             f'data-target="{_e(r["target"])}">{first}'
             f'<td class="l target">{_e(r["target"])}</td>'
             f'<td class="threads">{_e(threads)}</td>'
-            f'<td class="arena">{_num(occ.arena_bytes)}</td>'
-            f'<td class="total">{_num(occ.total_bytes)}</td>'
-            f'<td class="limit">{_num(occ.budget)}</td>'
+            f'<td class="arena">{_na(occ.arena_bytes, occ)}</td>'
+            f'<td class="total">{_na(occ.total_bytes, occ)}</td>'
+            f'<td class="limit">{_na(occ.budget, occ)}</td>'
             f'<td class="{fit_cls}">{fit}</td>'
             f'<td class="by-shared">{_na(occ.blocks_by_smem, occ)}</td>'
             f'<td class="by-threads">{_na(occ.blocks_by_threads, occ)}</td>'
             f'<td class="blocks"><b>{_na(occ.blocks, occ)}</b></td>'
-            f'<td class="fragment">{_num(occ.fragment_bytes_per_thread)}</td>'
+            f'<td class="fragment">{_na(occ.fragment_bytes_per_thread, occ)}</td>'
             f'<td class="registers">{_e(regs)}</td>'
             f'<td class="by-registers">{_na(occ.blocks_by_registers, occ)}</td></tr>')
     note = ('<p class="note">shared B is what the launch needs (the dynamic arena plus static '
