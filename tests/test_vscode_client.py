@@ -35,6 +35,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL = ROOT / "tests" / "fixtures" / "parity" / "invalid_tl101_duplicate_order.py"
+WS_KERNEL = ROOT / "tests" / "fixtures" / "parity" / "gemm_ns3.py"  # warp-specialized on sm_90
 TL101_LINE = 20  # the second statement with order 0 (the compiler's blame)
 ARTIFACTS = Path(os.environ.get("TILELINT_ARTIFACTS") or ROOT / "build" / "test-artifacts")
 
@@ -114,6 +115,8 @@ def workbench(tmp_path_factory) -> Iterator[dict]:
     folder.mkdir()
     kernel = folder / "gemm_duplicate_order.py"
     kernel.write_text(KERNEL.read_text())
+    ws_kernel = folder / "gemm_sm90.py"
+    ws_kernel.write_text("# tilelint: target sm_90\n" + WS_KERNEL.read_text())
     # User settings: the server command (user-level settings hold in any workspace),
     # no trust prompt, nothing that reaches the network.
     (data / "User" / "settings.json").write_text(json.dumps({
@@ -140,7 +143,8 @@ def workbench(tmp_path_factory) -> Iterator[dict]:
          str(folder)], stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
         _wait_http(f"http://127.0.0.1:{port}/healthz", proc)
-        yield {"port": port, "folder": folder, "kernel": kernel, "log": base / "code-server.log"}
+        yield {"port": port, "folder": folder, "kernel": kernel, "ws_kernel": ws_kernel,
+               "log": base / "code-server.log"}
     finally:
         proc.terminate()
         try:
@@ -154,10 +158,7 @@ def workbench(tmp_path_factory) -> Iterator[dict]:
 def page(workbench):
     from playwright.sync_api import sync_playwright
 
-    port, folder, kernel = workbench["port"], workbench["folder"], workbench["kernel"]
-    payload = json.dumps([["openFile", f"vscode-remote://127.0.0.1:{port}{kernel}"]])
-    url = (f"http://127.0.0.1:{port}/?folder={urllib.parse.quote(str(folder))}"
-           f"&payload={urllib.parse.quote(payload)}")
+    url = _url(workbench, workbench["kernel"])
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=_chromium(),
                                      args=["--no-sandbox", "--disable-gpu"])
@@ -173,6 +174,31 @@ def page(workbench):
             raise
         finally:
             browser.close()
+
+
+def _url(workbench: dict, path: Path) -> str:
+    """The workbench with ``path`` open in an editor."""
+    port, folder = workbench["port"], workbench["folder"]
+    payload = json.dumps([["openFile", f"vscode-remote://127.0.0.1:{port}{path}"]])
+    return (f"http://127.0.0.1:{port}/?folder={urllib.parse.quote(str(folder))}"
+            f"&payload={urllib.parse.quote(payload)}")
+
+
+def _hover_pipelined(page, wait_for: str) -> str:
+    """Hover ``T.Pipelined`` until the hover shows ``wait_for``; its text."""
+    target = page.locator(".monaco-editor .view-line span", has_text="Pipelined").first
+    target.wait_for(timeout=60_000)
+    hover = page.locator(".monaco-hover:not(.hidden)")
+    for _ in range(5):  # the first hover may come before the server has analysed
+        target.hover()
+        try:
+            hover.get_by_text(wait_for).first.wait_for(timeout=10_000)
+            break
+        except Exception:  # noqa: BLE001  (retry: move away and hover again)
+            page.mouse.move(5, 5)
+            time.sleep(1)
+    time.sleep(1.5)  # the hover fades in: let it settle before the screenshot
+    return hover.first.inner_text()
 
 
 def _shot(pg, name: str) -> Path:
@@ -205,20 +231,24 @@ def test_tl101_squiggle_and_problems_entry(page) -> None:
 
 def test_hover_shows_the_schedule(page) -> None:
     page.keyboard.press("Escape")
-    target = page.locator(".monaco-editor .view-line span", has_text="Pipelined").first
-    target.wait_for(timeout=60_000)
-    hover = page.locator(".monaco-hover:not(.hidden)")
-    for _ in range(5):  # the first hover may come before the server has analysed
-        target.hover()
-        try:
-            hover.get_by_text("steady state").first.wait_for(timeout=10_000)
-            break
-        except Exception:  # noqa: BLE001  (retry: move away and hover again)
-            page.mouse.move(5, 5)
-            time.sleep(1)
-    time.sleep(1.5)  # the hover fades in: let it settle before the screenshot
-    text = hover.first.inner_text()
+    text = _hover_pipelined(page, "steady state")
     for word in ("T.Pipelined", "stage", "order", "steady state", "TL101"):
         assert word in text, (word, text)
     shot = _shot(page, "vscode-hover.png")
     assert shot.stat().st_size > 10_000
+
+
+def test_warp_specialized_hover_shows_the_split(workbench, page) -> None:
+    """gemm_ns3 on sm_90 (``# tilelint: target sm_90``): the compiler splits the loop
+    into a 128-thread producer issuing both copies as TMA loads and the kernel's 128
+    threads consuming, paced by 6 mbarriers (tests/test_ws_parity.py checks the same
+    against the IR)."""
+    page.goto(_url(workbench, workbench["ws_kernel"]), wait_until="domcontentloaded",
+              timeout=120_000)
+    page.wait_for_selector(".monaco-editor .view-lines", timeout=120_000)
+    text = _hover_pipelined(page, "producer")
+    for word in ("warp-specialized", "producer", "consumer", "TMA",
+                 "256 threads: producer threadIdx.x 0–127 (128), consumer 128–255 (128)",
+                 "6 mbarriers"):
+        assert word in text, (word, text)
+    _shot(page, "vscode-hover-ws.png")
