@@ -37,7 +37,6 @@ from .model import (
     KernelResult,
     LoopResult,
     LoopSync,
-    Module,
     Settings,
 )
 from .schedule import BODY, EPILOGUE, PROLOGUE, Row
@@ -274,27 +273,39 @@ def count_marks(columns: Sequence[Column], sections: Sequence[str]) -> LoopSync:
                     mbarrier_wait=mw)
 
 
-def instance_env(module: Module, kr: KernelResult, settings: Optional[Settings]
-                 ) -> Tuple[Kernel, Optional["Env"]]:
-    """The kernel as the passes saw it and the values of ``kr``'s instance (the
-    one labelled ``kr.config_label``); (``kr.kernel``, None) when not found."""
+InstanceView = Tuple[Kernel, Optional["Env"]]
+
+
+def instance_envs(a: Analysis, settings: Optional[Settings]
+                  ) -> Dict[Tuple[str, int, str], InstanceView]:
+    """(kernel name, line, instance label) → the kernel as the passes saw that
+    instance (a conditional iterator's serial arm taken) and its values, for
+    every instance of ``a`` (``settings``: the analysis' own, for ``--bind``)."""
     from . import loops as loops_mod, pipeline, values
 
-    try:
-        overrides = pipeline.kernel_overrides(kr.kernel, settings or Settings())
-        for inst in values.instances(module, kr.kernel, overrides, all_calls=True):
-            if inst.label == kr.config_label:
-                return loops_mod.active_view(kr.kernel, inst.env), inst.env
-    except Exception:  # noqa: BLE001 - drawn without the instance's values
-        pass
-    return kr.kernel, None
+    out: Dict[Tuple[str, int, str], InstanceView] = {}
+    done: set = set()
+    for kr in a.kernels:
+        k = kr.kernel
+        if (k.name, k.span.line) in done:
+            continue
+        done.add((k.name, k.span.line))
+        try:
+            overrides = pipeline.kernel_overrides(k, settings or Settings())
+            for inst in values.instances(a.module, k, overrides, all_calls=True):
+                out.setdefault((k.name, k.span.line, inst.label),
+                               (loops_mod.active_view(k, inst.env), inst.env))
+        except Exception:  # noqa: BLE001 - drawn without the instances' values
+            continue
+    return out
 
 
-def cuda_timeline(kr: KernelResult, li: int, target: str, module: Optional[Module] = None,
-                  settings: Optional[Settings] = None) -> Optional[Timeline]:
+def cuda_timeline(kr: KernelResult, li: int, target: str,
+                  instance: Optional[InstanceView] = None) -> Optional[Timeline]:
     """The timeline of loop ``li`` of a CUDA kernel instance (None: not pipelined,
-    rejected, or its schedule is not known).  ``module`` and ``settings`` (the
-    analysis' own) give the instance's values, as the sync model had them."""
+    rejected, or its schedule is not known).  ``instance``: the kernel as the
+    passes saw it and the instance's values (:func:`instance_envs`), as the
+    sync model had them; without it the loop is traced without values."""
     lr = kr.loops[li]
     if not lr.pipelined or lr.rejected or not lr.statements:
         return None
@@ -302,7 +313,7 @@ def cuda_timeline(kr: KernelResult, li: int, target: str, module: Optional[Modul
         return _ws_timeline(kr, lr)
     from . import sync_cuda
 
-    kernel, env = (kr.kernel, None) if module is None else instance_env(module, kr, settings)
+    kernel, env = instance if instance is not None else (kr.kernel, None)
     try:
         events, _ = sync_cuda.trace(kernel, env, kr.loops, target, False,
                                     _BufferLayout(kr.buffers))
@@ -392,7 +403,7 @@ def cuda_timeline(kr: KernelResult, li: int, target: str, module: Optional[Modul
             "ones checked against the compiler")
     stages = sorted({s.stage for s in lr.statements if s.stage is not None})
     return Timeline(tuple(labels), tuple(columns),
-                    tuple(f"stage {s}" if s in stages else "" for s in range(max(stages) + 1)),
+                    tuple(f"stage {s}" if s in stages else "" for s in range(max(stages, default=-1) + 1)),
                     caption, note)
 
 
@@ -472,12 +483,14 @@ def _ws_timeline(kr: KernelResult, lr: LoopResult) -> Optional[Timeline]:
                     items.append(Mark("commit"))
         columns.append(Column(BODY, f"k={k}", tuple(items)))
     cons = view.consumer_threads
-    caption = (f"warp-specialized: blue = the producer warpgroup ({view.producer_threads} "
-               f"threads), orange = the consumer ({_num(cons)} threads); each runs its own "
-               f"loop over k, a column is iteration k of both. {ns} slot(s): slot k % {ns}, "
+    caption = (f"warp-specialized: the producer warpgroup ({view.producer_threads} "
+               f"threads) and the consumer ({_num(cons)} threads) each run their own "
+               f"loop over k; a column is iteration k of both. {ns} slot(s): slot k % {ns}, "
                f"parity (k / {ns}) % 2; the producer's wait for a free slot lets it run up to "
                f"{ns} iteration(s) ahead")
-    return Timeline(labels, tuple(columns), ("producer", "consumer"), caption)
+    return Timeline(labels, tuple(columns),
+                    (f"producer warpgroup ({view.producer_threads} threads)",
+                     f"consumer ({_num(cons)} threads)"), caption)
 
 
 _ASC_WAIT = re.compile(r"asc_sync_wait\(\s*PIPE_(\w+),\s*PIPE_(\w+)")
@@ -531,7 +544,7 @@ def ascend_timeline(kr: KernelResult, lp: AscendLoop, first: bool) -> Optional[T
     how = (f"the auto-scheduler's order, II {ii} cycles" if lp.exact and ii
            else "the auto-scheduler's order" if lp.exact else f"a predicted order ({lp.note})")
     return Timeline(rows, tuple(columns),
-                    tuple(f"stage {s}" for s in range(max(stage) + 1)),
+                    tuple(f"stage {s}" if s in stage else "" for s in range(max(stage) + 1)),
                     f"Ascend loop at line {lp.line}: {how}; stage = start // II")
 
 
@@ -808,13 +821,16 @@ def _num(x: Optional[int]) -> str:
     return "?" if x is None else str(x)
 
 
-def table_rows(analyses: Sequence[Analysis], settings: Sequence[Optional[Settings]] = ()
+def table_rows(analyses: Sequence[Analysis], settings: Sequence[Optional[Settings]] = (),
+               envs: Optional[Sequence[Dict[Tuple[str, int, str], InstanceView]]] = None
                ) -> List[Dict[str, object]]:
     """One row per instance × target, in the page's order (every instance of
     the first analysis, then each target's)."""
     sets = list(settings) + [None] * (len(analyses) - len(settings))
-    by_target = [(a.target, a.module, st, {_instance_key(kr): kr for kr in a.kernels})
-                 for a, st in zip(analyses, sets, strict=False)]
+    views = list(envs) if envs is not None else [instance_envs(a, st)
+                                                  for a, st in zip(analyses, sets, strict=False)]
+    by_target = [(a.target, v, {_instance_key(kr): kr for kr in a.kernels})
+                 for a, v in zip(analyses, views, strict=False)]
     keys: List[Tuple[str, int, str]] = []
     for a in analyses:
         for kr in a.kernels:
@@ -822,18 +838,19 @@ def table_rows(analyses: Sequence[Analysis], settings: Sequence[Optional[Setting
                 keys.append(_instance_key(kr))
     rows = []
     for key in keys:
-        for target, module, st, krs in by_target:
+        for target, view, krs in by_target:
             hit = krs.get(key)
             if hit is None:
                 continue
-            occ = occupancy(hit, target, instance_env(module, hit, st)[1])
+            occ = occupancy(hit, target, view.get(key, (hit.kernel, None))[1])
             rows.append({"kernel": key[0], "line": key[1], "instance": key[2] or "defaults",
                          "target": target, "bindings": _bindings_text(hit), "occ": occ,
                          "warp_specialized": hit.warp_specialized})
     return rows
 
 
-def _table(analyses: Sequence[Analysis], settings: Sequence[Optional[Settings]]) -> str:
+def _table(analyses: Sequence[Analysis], settings: Sequence[Optional[Settings]],
+           envs: Sequence[Dict[Tuple[str, int, str], InstanceView]]) -> str:
     head = ("<tr><th class='l'>kernel</th><th class='l'>instance</th>"
             "<th class='l'>bindings</th><th class='l'>target</th>"
             "<th>threads</th><th>arena B</th><th>shared B<br/>(+ static)</th>"
@@ -841,7 +858,7 @@ def _table(analyses: Sequence[Analysis], settings: Sequence[Optional[Settings]])
             "<th>blocks/SM<br/>by threads</th><th>blocks<br/>/SM</th>"
             "<th>fragment<br/>B/thread</th><th>registers/<br/>thread (est.)</th>"
             "<th>blocks/SM by<br/>regs (est.)</th></tr>")
-    rows = table_rows(analyses, settings)
+    rows = table_rows(analyses, settings, envs)
     span: Dict[Tuple[object, object, object], int] = {}
     for r in rows:
         key = (r["kernel"], r["line"], r["instance"])
@@ -898,6 +915,13 @@ def _na(x: Optional[int], occ: Occupancy) -> str:
     return str(x)
 
 
+def _colour_key(tl: Timeline) -> str:
+    """The colours this timeline uses and what each means (a stage, a warpgroup)."""
+    parts = [f'<span><i class="sw" style="background:{STAGE_COLOURS[i % len(STAGE_COLOURS)]}">'
+             f'</i>{_e(name)}</span>' for i, name in enumerate(tl.colour_names) if name]
+    return "<p class='legend'>" + "".join(parts) + "</p>" if parts else ""
+
+
 def _legend() -> str:
     parts = [f'<span><i class="sw" style="background:{c}"></i>stage {i}</span>'
              for i, c in enumerate(STAGE_COLOURS[:4])]
@@ -915,10 +939,10 @@ def _legend() -> str:
 OPEN = ' open="open"'
 
 
-def _instance_section(kr: KernelResult, target: str, open_: bool, module: Module,
-                      settings: Optional[Settings]) -> str:
+def _instance_section(kr: KernelResult, target: str, open_: bool,
+                      view: Optional[InstanceView]) -> str:
     k: Kernel = kr.kernel
-    occ = occupancy(kr, target, instance_env(module, kr, settings)[1])
+    occ = occupancy(kr, target, None if view is None else view[1])
     label = kr.config_label or "defaults"
     if kr.ascend is not None:
         vers = ", ".join(f"{b}×{n}" for b, n in kr.ascend.versions) or "no versioned buffer"
@@ -934,7 +958,8 @@ def _instance_section(kr: KernelResult, target: str, open_: bool, module: Module
         for n, lp in enumerate(kr.ascend.loops):
             tl = ascend_timeline(kr, lp, n == 0)
             if tl is not None:
-                out.append(f"<h3>loop line {lp.line}</h3><p class='note'>{_e(tl.caption)}</p>")
+                out.append(f"<h3>loop line {lp.line}</h3><p class='note'>{_e(tl.caption)}</p>"
+                           + _colour_key(tl))
                 out.append(timeline_svg(tl, f"loop line {lp.line}"))
     for li, lr in enumerate(kr.loops if kr.ascend is None else ()):
         head = f"loop line {lr.loop.span.line}"
@@ -945,7 +970,7 @@ def _instance_section(kr: KernelResult, target: str, open_: bool, module: Module
         if lr.rejected:
             out.append(f"<h3>{head}</h3><p class='note warn'>{_e(lr.note)}</p>")
             continue
-        tl = cuda_timeline(kr, li, target, module, settings)
+        tl = cuda_timeline(kr, li, target, instance=view or (kr.kernel, None))
         desc = (f"num_stages={_num(lr.num_stages)}, depth {_num(lr.depth)}"
                 + (", manual order/stage" if lr.manual else "")
                 + (", warp-specialized" if lr.warp_specialized else ""))
@@ -954,7 +979,7 @@ def _instance_section(kr: KernelResult, target: str, open_: bool, module: Module
             out.append("<p class='note'>no timeline: the schedule is not known"
                        f"{': ' + _e(lr.note) if lr.note else ''}</p>")
             continue
-        out.append(f"<p class='note'>{_e(tl.caption)}</p>")
+        out.append(f"<p class='note'>{_e(tl.caption)}</p>" + _colour_key(tl))
         if tl.note:
             out.append(f"<p class='note warn'>{_e(tl.note)}</p>")
         out.append(f'<div class="tl" data-loop="{lr.loop.span.line}">'
@@ -975,6 +1000,7 @@ def explain_page(analyses: Sequence[Analysis], title: str,
     was analysed with, for the instances' values)."""
     targets = [a.target for a in analyses]
     sets = list(settings) + [None] * (len(analyses) - len(settings))
+    envs = [instance_envs(a, st) for a, st in zip(analyses, sets, strict=False)]
     out = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"/>',
            f"<title>tilelint explain — {_e(title)}</title><style>{CSS}</style></head><body>",
            f"<h1>tilelint explain — {_e(title)}</h1>",
@@ -982,8 +1008,8 @@ def explain_page(analyses: Sequence[Analysis], title: str,
            f"across, the loop's statements down; a cell is the iteration the statement runs "
            f"in that step, coloured by its stage; lines are the sync calls where the "
            f"compiler emits them.</p>", _legend(),
-           "<h2>instances × targets</h2>", _table(analyses, sets)]
-    for a, st in zip(analyses, sets, strict=False):
+           "<h2>instances × targets</h2>", _table(analyses, sets, envs)]
+    for a, views in zip(analyses, envs, strict=True):
         out.append(f"<h2>target {_e(a.target)}</h2>")
         if not a.kernels:
             out.append("<p class='note'>no TileLang kernels found</p>")
@@ -992,7 +1018,8 @@ def explain_page(analyses: Sequence[Analysis], title: str,
             first = kr.kernel.name not in seen
             seen.add(kr.kernel.name)
             try:
-                out.append(_instance_section(kr, a.target, first, a.module, st))
+                out.append(_instance_section(kr, a.target, first,
+                                             views.get(_instance_key(kr))))
             except Exception as exc:  # noqa: BLE001 - a bug of ours: the rest of the page stands
                 out.append(f"<p class='note warn'>{_e(kr.kernel.name)}: could not draw this "
                            f"instance ({_e(type(exc).__name__)}: {_e(exc)})</p>")

@@ -255,11 +255,13 @@ def test_timeline_counts_equal_loop_sync_on_every_parity_fixture(target):
     for path in sorted(PARITY.glob("*.py")):
         st = Settings(target=target, all_bindings=True)
         a = analyze(path.read_text(), str(path), st)
+        views = render_html.instance_envs(a, st)
         for kr in a.kernels:
             for li, lr in enumerate(kr.loops):
                 if lr.sync is None:
                     continue
-                tl = render_html.cuda_timeline(kr, li, target, a.module, st)
+                view = views[(kr.kernel.name, kr.kernel.span.line, kr.config_label)]
+                tl = render_html.cuda_timeline(kr, li, target, view)
                 if tl is None:
                     continue
                 n += 1
