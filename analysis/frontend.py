@@ -496,13 +496,14 @@ def combine(models: Iterable[ChunkModel], aliases: Aliases) -> Module:
 @lru_cache(maxsize=4096)
 def parse_chunk(text: str, start_line: int, aliases: Aliases) -> ChunkModel:
     """Parse one top-level statement.  Cached by its text, position and aliases."""
-    return parse_chunk_tree(text, start_line, aliases)[0]
+    return parse_chunk_tree(text, start_line, aliases, keep=False)[0]
 
 
-def parse_chunk_tree(text: str, start_line: int, aliases: Aliases
+def parse_chunk_tree(text: str, start_line: int, aliases: Aliases, keep: bool = True
                      ) -> Tuple[ChunkModel, Optional["ChunkTree"]]:
     """:func:`parse_chunk`, uncached, with the libcst tree it was built from
-    (None when the text did not get one), for :func:`reparse_token`."""
+    (None when the text did not get one), for :func:`reparse_token`; with
+    ``keep`` False the tree has no leaves (nothing to re-parse from)."""
     # CPython's parser first (compile-only, nothing runs): it rejects what it
     # cannot compile fast and with a good message, and it guards libcst, whose
     # native parser overflows the C stack (SIGSEGV) on ~1,300 nested brackets.
@@ -527,7 +528,7 @@ def parse_chunk_tree(text: str, start_line: int, aliases: Aliases
             "TL001", Span(start_line, 0, start_line, 1),
             "this statement nests too deeply to parse"),)), None
     try:
-        positions, leaves = _positions(module)
+        positions, leaves = _positions(module, keep)
     except RecursionError:
         return _too_deep(start_line), None
     tree = ChunkTree(text, module, positions, leaves)
@@ -719,7 +720,8 @@ def _moved_columns(positions: Dict[int, Tuple[int, int, int, int]], line: int, c
     return out
 
 
-def _positions(module: cst.Module) -> Tuple[Dict[int, Tuple[int, int, int, int]], "Leaves"]:
+def _positions(module: cst.Module, leaves: bool = False
+               ) -> Tuple[Dict[int, Tuple[int, int, int, int]], "Leaves"]:
     """The ranges of libcst's ``PositionProvider``, faster: ``id(node)`` →
     ``(start line, start column, end line, end column)``.
 
@@ -734,7 +736,8 @@ def _positions(module: cst.Module) -> Tuple[Dict[int, Tuple[int, int, int, int]]
     internals change, the wrapper is the fallback;
     tests/test_frontend_fastpaths.py checks that both give the same ranges."""
     try:
-        state = _PositionState(module.default_indent, module.default_newline)
+        state = (_LeafPositionState if leaves else _PositionState)(
+            module.default_indent, module.default_newline)
         module._codegen(state)
         return state.computed, state.leaves
     except RecursionError:
@@ -792,10 +795,8 @@ class _PositionState(_CodegenState):
         self.line = 1
         self.column = 0
         self.computed: Dict[int, Tuple[int, int, int, int]] = {}
-        # Names, numbers and strings, each with its ancestors (root first), for
-        # reparse_token.
-        self.leaves: List[Tuple[cst.CSTNode, Tuple[cst.CSTNode, ...]]] = []
-        self._stack: List[Tuple[int, int, cst.CSTNode]] = []
+        self.leaves: Leaves = []
+        self._stack: List[Tuple[int, int]] = []
 
     def add_indent_tokens(self) -> None:
         for token in self.indent_tokens:
@@ -815,21 +816,41 @@ class _PositionState(_CodegenState):
             self.tokens.pop()
 
     def before_codegen(self, node: cst.CSTNode) -> None:
-        self._stack.append((self.line, self.column, node))
+        self._stack.append((self.line, self.column))
 
     def after_codegen(self, node: cst.CSTNode) -> None:
-        line, column, _ = self._stack.pop()
+        line, column = self._stack.pop()
         key = id(node)
         if key not in self.computed:
             self.computed[key] = (line, column, self.line, self.column)
-        if type(node) in _LEAF_TOKENS:
-            self.leaves.append((node, tuple(e[2] for e in self._stack)))
 
     # libcst's is a generator context manager; this one is a plain class (cheaper).
     def record_syntactic_position(  # type: ignore[override]
             self, node: cst.CSTNode, *, start_node: Optional[cst.CSTNode] = None,
             end_node: Optional[cst.CSTNode] = None) -> _Syntactic:
         return _Syntactic(self, node, start_node, end_node)
+
+
+class _LeafPositionState(_PositionState):
+    """Positions, and the names, numbers and strings, each with its ancestors
+    (root first), for reparse_token."""
+
+    def __init__(self, default_indent: str, default_newline: str) -> None:
+        super().__init__(default_indent, default_newline)
+        self._nodes: List[cst.CSTNode] = []
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        self._stack.append((self.line, self.column))
+        self._nodes.append(node)
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        line, column = self._stack.pop()
+        self._nodes.pop()
+        key = id(node)
+        if key not in self.computed:
+            self.computed[key] = (line, column, self.line, self.column)
+        if type(node) in _LEAF_TOKENS:
+            self.leaves.append((node, tuple(self._nodes)))
 
 
 _NEWLINES = re.compile(r"\r\n?|\n")

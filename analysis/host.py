@@ -567,8 +567,11 @@ class ParseCache:
                 self.reparsed += 1
                 self._keep_tree(hit[1])
                 return hit[0]
-        model_, tree = frontend.parse_chunk_tree(text, start_line, aliases)
-        if tree is not None:
+        # A chunk read for the first time (a file opened) keeps no tree: its
+        # first edit parses it whole and keeps the trees from then on.
+        model_, tree = frontend.parse_chunk_tree(text, start_line, aliases,
+                                                 keep=before is not None)
+        if tree is not None and tree.leaves:
             if first is None and before is not None and before != text:
                 back = frontend.patch_tree(tree, before)
                 if back is not None:
