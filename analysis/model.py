@@ -189,7 +189,8 @@ class Loop:
     # condition under which this loop is pipelined (None = always).
     condition: Optional[Expr] = None
     # ``for k in helper(...)``: the iterator call as written when it is not a
-    # ``T.*`` loop (resolved against the file's iterator helpers after parsing).
+    # ``T.*`` loop (resolved against the file's iterator helpers after parsing),
+    # and a ``T.Persistent(...)`` call (its trip count is computed from it).
     iterator: Optional[Expr] = None
     # ``order=`` / ``stage=`` exactly as written (an inline list, a parameter,
     # ``list(X)``, a comprehension ...), resolved per instance by planning.
@@ -232,6 +233,10 @@ class Stmt:
     # The ``with T.*(...)`` scopes the statement sits in, outermost first, as
     # callee names (``T.SimtVF``, ``T.Stage``); ``with`` bodies count inline.
     scope: Tuple[str, ...] = ()
+    # The same scopes as written: (span of the call, the call with its
+    # arguments), e.g. ``T.SimdVF(latency=40)``; the span tells two blocks
+    # written back to back apart.
+    scope_calls: Tuple[Tuple[Span, "Expr"], ...] = ()
     # False for a call whose operand roles are not known (a ``T.*`` name that
     # is not in ``analysis/ops.py``, a helper from another module): its reads
     # are every buffer it mentions, it writes nothing, and no error is ever
