@@ -62,6 +62,7 @@ from .model import (
     Kernel,
     Name,
     Slice,
+    Span,
     Stmt,
     Subscript,
     TupleExpr,
@@ -73,6 +74,8 @@ from .values import Env, normalise_dtype
 # Resource bits of the scheduler (ResourcePipe).
 PIPE_BITS = {"MTE1": 1, "MTE2": 2, "MTE3": 4, "M": 8, "V": 16, "FIX": 32, "S": 64}
 _SCALAR_BIT = 64
+# GM ports of the scheduler's resource model (HbmPort).
+_HBM_AIC, _HBM_AIV, _HBM_STORE = 1, 2, 4
 
 # Memory limits per scope (auto_schedule.cc), in the scheduler's group order.
 _SCOPES = ("shared", "shared.l0a", "shared.l0b", "shared.l0c", "shared.l1")
@@ -346,6 +349,15 @@ def task_cost(task: TaskLike, kernel: Kernel, env: Env, memory: Dict[str, str],
     T.SimtVF block over whole UB buffers with arithmetic bodies.
     Raises :class:`Unmodelled` otherwise."""
     st: Stmt = task.stmt
+    if task.pipe == "V" and st.kind in ("vf", "parallel"):
+        given = vf_latency(st, env)
+        if given:
+            # ``latency=`` of the VF block: the task's latency and II, with no
+            # memory term (measured: SimdVF(latency=40) -> 40/40, SimtVF 60 -> 60/60).
+            return given, given
+    if st.kind == "vf":
+        raise Unmodelled("a T.SimdVF block without latency= (the compiler counts the "
+                         "operations of its lowered intrinsics)")
     if st.kind == "copy":
         return _copy_cost(st, memory, allocs, params, env)
     if st.kind == "gemm":
@@ -353,6 +365,34 @@ def task_cost(task: TaskLike, kernel: Kernel, env: Env, memory: Dict[str, str],
     if st.kind == "parallel" and task.pipe == "V":
         return _vf_cost(st, memory, allocs, env)
     raise Unmodelled(f"no cost model for {st.op}")
+
+
+# Where ``latency`` sits among the positional arguments of a VF scope.
+_VF_LATENCY_ARG = {"T.SimdVF": 0, "T.SimtVF": 1}
+
+
+def vf_scope_call(st: Stmt, func: str) -> Optional[Tuple[Span, Call]]:
+    """The innermost ``with func(...)`` scope around ``st`` as written (its
+    span tells two blocks apart), or None."""
+    for span, call in reversed(st.scope_calls):
+        if isinstance(call, Call) and call.func == func:
+            return span, call
+    return None
+
+
+def vf_latency(st: Stmt, env: Env) -> Optional[int]:
+    """``latency=`` of the innermost VF block around ``st`` when it is given
+    and positive (0, the default, leaves the cost to the compiler's model)."""
+    for _, call in reversed(st.scope_calls):
+        if not isinstance(call, Call) or call.func not in _VF_LATENCY_ARG:
+            continue
+        pos = _VF_LATENCY_ARG[call.func]
+        value = dict(call.kwargs).get("latency")
+        if value is None and len(call.args) > pos:
+            value = call.args[pos]
+        n = env.eval_int(value) if value is not None else None
+        return n if n is not None and n > 0 else None
+    return None
 
 
 def _copy_cost(st: Stmt, memory: Dict[str, str], allocs: _Allocs, params: _Params,
@@ -603,9 +643,7 @@ def build_input(tasks: Sequence[_T], kernel: Kernel, env: Env, memory: Dict[str,
         lat.append(latency)
         iis.append(ii)
         flags.append(PIPE_BITS[t.pipe])
-        touches_gm = any(memory.get(a.buffer, "GM") == "GM"
-                         for a in list(t.stmt.reads) + list(t.stmt.writes))
-        hbm.append((1 if t.core == "AIC" else 2) if touches_gm else 0)
+        hbm.append(_hbm(t, memory))
 
     # Version variables and memory groups.
     caps, members, sizes, var_of = _memory_vars(
@@ -910,9 +948,14 @@ class RootNode:
 
 
 def _hbm(t: TaskLike, memory: Dict[str, str]) -> int:
-    touches_gm = any(memory.get(a.buffer, "GM") == "GM"
-                     for a in list(t.stmt.reads) + list(t.stmt.writes))
-    return (1 if t.core == "AIC" else 2) if touches_gm else 0
+    """The GM ports a task holds (GetHbmResourceMask): its core's port when
+    it touches GM, and the one store port every GM write shares (measured: a
+    FIX copy L0C->GM and a vector core's UB->GM copy exclude each other)."""
+    if not any(memory.get(a.buffer, "GM") == "GM"
+               for a in list(t.stmt.reads) + list(t.stmt.writes)):
+        return 0
+    store = _HBM_STORE if any(memory.get(a.buffer, "GM") == "GM" for a in t.stmt.writes) else 0
+    return (_HBM_AIC if t.core == "AIC" else _HBM_AIV) | store
 
 
 def root_task_node(t: TaskLike, kernel: Kernel, env: Env, memory: Dict[str, str]) -> RootNode:
@@ -989,20 +1032,22 @@ def _pair_deps(prod: RootNode, cons: RootNode, conflict: Conflict[Any], cross: b
 
 def build_outer_input(nodes: Sequence[RootNode], is_loop: Sequence[bool],
                       annotated: Dict[str, int], free: Sequence[str], kernel: Kernel,
-                      env: Env, memory: Dict[str, str], conflict: Conflict[Any]
-                      ) -> SchedulerInput:
+                      env: Env, memory: Dict[str, str], conflict: Conflict[Any],
+                      num_stages: int = 1) -> SchedulerInput:
     """The loop scheduler's arguments for a serial loop's body whose nodes are
     tasks and whole pipelined loops: a dependency per ordered pair of nodes
     and storage (distance 0 forwards; backwards the annotated versions, the
     version variable of a ``free`` buffer, or 1; a loop's hazards with itself
     are its own), latency as in :func:`build_root_input`.  A serial loop has
-    no num_stages (1).  Its memory groups count every other on-chip buffer of
-    the body once (measured: the compiler's capacities for the serial loop
-    subtract each L1/L0C/UB buffer's size, not size x versions)."""
+    no num_stages (1); ``T.Persistent(..., num_stages=n)`` gives it n.  Its
+    memory groups count the inner loops' on-chip buffers once and the serial
+    loop's own annotated buffers times their versions (measured: the
+    compiler's capacities for the serial loop subtract A_l1's size, not size x
+    versions, and 4 x C_ub's for ``C_ub: 4``)."""
     n = len(nodes)
     caps, members, sizes, var_of = _memory_vars(
         [t for node in nodes for t in node.tasks], kernel, _alloc_info(kernel, env), memory,
-        lambda b: None if b in free else 1)
+        lambda b: None if b in free else annotated.get(b, 1))
     deps: List[Tuple[int, int, int, int]] = []
     for i in range(n):
         for j in range(n):
@@ -1019,7 +1064,8 @@ def build_outer_input(nodes: Sequence[RootNode], is_loop: Sequence[bool],
             if (nodes[i].flags & nodes[j].flags & ~_SCALAR_BIT) or (nodes[i].hbm & nodes[j].hbm):
                 res.append((i, j))
     groups = tuple((caps[sc],) + tuple(members[sc]) for sc in _SCOPES)
-    return SchedulerInput(1, tuple(x.latency for x in nodes), tuple(x.ii for x in nodes),
+    return SchedulerInput(num_stages, tuple(x.latency for x in nodes),
+                          tuple(x.ii for x in nodes),
                           tuple(x.flags for x in nodes), tuple(deps), tuple(res),
                           tuple(sizes), groups, tuple(sorted(var_of, key=lambda b: var_of[b])))
 

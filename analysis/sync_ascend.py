@@ -56,6 +56,7 @@ from .model import (
     AscendLoop,
     AscendResult,
     AscendStatement,
+    Call,
     Const,
     Diagnostic,
     DictExpr,
@@ -84,6 +85,7 @@ from .schedule_ascend import (
     schedule_loop,
     solve_now_or_later,
     solve_root,
+    vf_scope_call,
 )
 from .values import Env
 
@@ -340,11 +342,11 @@ def _vf_block(stmts: Sequence[Stmt]) -> Optional[Stmt]:
 
 
 def _group_vf_blocks(stmts: Sequence[Stmt], memory: Dict[str, str]) -> List[Stmt]:
-    """``stmts`` with each run of statements inside a ``T.SimdVF`` scope that
+    """``stmts`` with each run of statements inside one ``T.SimdVF`` block that
     the pipes do not classify (register intrinsics, their scalar bindings and
     loops) replaced by one V-task statement.  Two blocks written back to back
-    become one task: the frontend keeps no boundary between them, and their
-    hazards are V-to-V (issue order, no flags)."""
+    stay two tasks, as in the compiler (measured: two blocks of a loop body are
+    two V tasks of the loop scheduler, each with its own latency)."""
     out: List[Stmt] = []
     run: List[Stmt] = []
 
@@ -357,6 +359,8 @@ def _group_vf_blocks(stmts: Sequence[Stmt], memory: Dict[str, str]) -> List[Stmt
 
     for st in stmts:
         if "T.SimdVF" in st.scope and (st.kind == "bind" or classify(st, memory) is None):
+            if run and vf_scope_call(run[-1], "T.SimdVF") != vf_scope_call(st, "T.SimdVF"):
+                flush()
             run.append(st)
             continue
         flush()
@@ -508,7 +512,7 @@ def _pipelined_loop(kernel: Kernel, loops: Sequence[Loop]) -> Tuple[Optional[Loo
 
 def _loop_tainted(loop: Loop) -> Set[str]:
     """Names whose value changes with the loop variable (loop var + binds)."""
-    names = {loop.var}
+    names = set(re.findall(r"[A-Za-z_]\w*", loop.var))  # ``bx, by`` / ``(bx,)``
     changed = True
     while changed:
         changed = False
@@ -652,6 +656,7 @@ class OuterUnit:
     input: Optional[SchedulerInput] = None
     start_times: Tuple[int, ...] = ()  # per node, source order
     ii: Optional[int] = None
+    var: str = ""  # the loop variable in the compiler's source (``w`` for T.Persistent)
 
 
 def _root_list(kernel: Kernel, loops: Sequence[Loop]
@@ -732,16 +737,15 @@ def _plan_outer(stmt: Stmt, nodes: List[Union[Task, LoopUnit]], kernel: Kernel, 
                 state.versions.setdefault(b, 1)
             else:
                 state.versions.setdefault(b, 1)
-    start = env.eval_int(loop.start) if loop.start is not None else 0
-    stop = env.eval_int(loop.stop)
-    extent = (stop - (start or 0)) if stop is not None else _UNKNOWN_EXTENT
+    trip, why = serial_trip_count(loop, env, kernel)
+    extent = trip if trip is not None else _UNKNOWN_EXTENT
     tainted = _loop_tainted(loop)
     for x in nodes:
         for t in (x.src_body if isinstance(x, LoopUnit) else [x]):
             t.outer = True
     src = list(range(len(nodes)))
-    if stop is None:
-        unseen = unseen + [f"the trip count of the loop over {loop.var}"]
+    if why:
+        unseen = unseen + [why]
     exact_before = state.exact
     if free:
         state.exact = False  # until the scheduler has picked them
@@ -753,7 +757,8 @@ def _plan_outer(stmt: Stmt, nodes: List[Union[Task, LoopUnit]], kernel: Kernel, 
         rnodes = [_node_of(x, kernel, env, memory) for x in nodes]
         inp = build_outer_input(rnodes, [isinstance(x, LoopUnit) for x in nodes], fixed,
                                 free, kernel, env, memory,
-                                lambda a, b, cross: _conflict(a, b, memory, cross, tainted))
+                                lambda a, b, cross: _conflict(a, b, memory, cross, tainted),
+                                _serial_num_stages(loop, env))
     except Unmodelled as exc:
         return OuterUnit(loop, nodes, extent, tainted, None,
                          f"the serial loop's body keeps the source order ({exc})")
@@ -771,6 +776,68 @@ def _plan_outer(stmt: Stmt, nodes: List[Union[Task, LoopUnit]], kernel: Kernel, 
     rnode = compose_loop_node([rnodes[i] for i in order], [times[i] for i in order], ii, extent)
     return OuterUnit(loop, [nodes[i] for i in order], extent, tainted, rnode, "", inp,
                      times, ii)
+
+
+_PERSISTENT_ARGS = ("domain", "wave_size", "index", "group_size", "num_stages")
+
+
+def serial_trip_count(loop: Loop, env: Env, kernel: Kernel) -> Tuple[Optional[int], str]:
+    """The trip count of a serial loop around the pipelined loops and, when
+    the model cannot follow the compiler's loop, what it does not model."""
+    it = loop.iterator
+    if isinstance(it, Call) and it.func == "T.Persistent":
+        return _persistent_waves(it, env, kernel)
+    start = env.eval_int(loop.start) if loop.start is not None else 0
+    stop = env.eval_int(loop.stop)
+    if stop is None:
+        return None, f"the trip count of the loop over {loop.var}"
+    return stop - (start or 0), ""
+
+
+def _serial_num_stages(loop: Loop, env: Env) -> int:
+    """The version bound the compiler's loop scheduler gets for a serial loop:
+    ``T.Persistent``'s ``num_stages`` (5th argument) when positive, else 1."""
+    it = loop.iterator
+    if not isinstance(it, Call) or it.func != "T.Persistent":
+        return 1
+    value = dict(it.kwargs).get("num_stages", it.args[4] if len(it.args) > 4 else None)
+    n = env.eval_int(value) if value is not None else None
+    return n if n is not None and n > 0 else 1
+
+
+def _persistent_waves(it: Call, env: Env, kernel: Kernel) -> Tuple[Optional[int], str]:
+    """``T.Persistent(domain, wave_size, index, group_size=8)``: the compiler's
+    loop ``for w in range(waves)`` over ``ceil(padded / wave_size)`` waves, the
+    padded domain grouping the last dimension by ``min(group_size, last)``
+    (src/ir.cc PersistentFor).  Its body is guarded by ``if`` unless the
+    analyzer proves every tile of every wave in range: the padded domain a
+    multiple of the waves (with the index a block index below wave_size) and
+    the last dimension a multiple of the group.  Only unguarded loops of two
+    or more waves are modelled (one wave is not a loop)."""
+    args: Dict[str, Expr] = dict(zip(_PERSISTENT_ARGS, it.args, strict=False))
+    args.update(it.kwargs)
+    domain = args.get("domain")
+    items = domain.items if isinstance(domain, TupleExpr) else ()
+    dims = [env.eval_int(d) for d in items]
+    wave = env.eval_int(args["wave_size"]) if "wave_size" in args else None
+    group = env.eval_int(args.get("group_size", Const(8)))
+    unknown = "the trip count of the T.Persistent loop"
+    if not dims or wave is None or group is None or wave <= 0 or any(d is None for d in dims):
+        return None, unknown
+    known = [d for d in dims if d is not None]  # all of them
+    last = known[-1]
+    g = max(1, min(group, last))
+    padded = -(-last // g) * g
+    for d in known[:-1]:
+        padded *= d
+    waves = -(-padded // wave)
+    grid = [env.eval_int(e) for e in kernel.grid]
+    if waves < 2:
+        return waves, f"a T.Persistent loop of {waves} wave"
+    if padded % wave or last % g or wave not in grid:
+        return waves, ("the `if` around the body of a T.Persistent loop whose tiles "
+                       "do not fill its waves")
+    return waves, ""
 
 
 def _flatten(x: Union[Task, LoopUnit, OuterUnit]) -> List[Task]:
@@ -934,6 +1001,9 @@ def plan_ascend(kernel: Kernel, env: Env, loops: Sequence[Loop] = ()) -> Optiona
                                           annotated, state)
         outer = _plan_outer(outer_stmt, inner, kernel, env, memory, annotated, inner_unseen,
                             state)
+        persistent = isinstance(outer.loop.iterator, Call) and \
+            outer.loop.iterator.func == "T.Persistent"
+        outer.var = "w" if persistent else outer.loop.var
         nodes: List[Union[Task, LoopUnit, OuterUnit]] = []
         unseen: List[str] = []
         for s in root_stmts:
@@ -1007,7 +1077,7 @@ def plan_ascend(kernel: Kernel, env: Env, loops: Sequence[Loop] = ()) -> Optiona
     allocations, cross_failed = _allocate(points, tasks)
     calls = _materialize(points, allocations, tasks, extents,
                          outer.extent if outer is not None else 1,
-                         outer.loop.var if outer is not None else "")
+                         outer.var if outer is not None else "")
     gemm_l1 = any(t.gemm_l1 for t in tasks)
     calls, events, spilled, mutex_used = _rewrite_flag_to_buf(calls, gemm_l1)
     barriers = tuple(sorted({c.pipes[0] for c in calls if c.name == "barrier"}))
@@ -1521,7 +1591,7 @@ def render_ascend_preview(kernel: Kernel, env: Env, loops: Sequence[Loop] = (),
 
     def head(level: object) -> Tuple[str, int]:
         if level == "O" and outer is not None:
-            return outer.loop.var, outer.extent
+            return outer.var, outer.extent
         return loop_of.get(level if isinstance(level, int) else -1,
                            (plan.loop_var, plan.extent))
 

@@ -291,13 +291,15 @@ def test_two_loops_root_order_is_the_schedulers(oracle):
     assert lines == [27, 22]
 
 
-OUTER = sorted(n for n in ALL if "_outer_" in n)
+# A T.serial or T.Persistent loop around the pipelined loop (the compiler
+# accepts them; gemm_persistent_ring16 fails in RewriteFlagToBuf).
+OUTER = sorted(n for n in ALL if "_outer_" in n or "persistent" in n and "16" not in n)
 _OUTER_FIELDS = ("num_stages", "latencies", "iis", "resource_flags", "data_deps",
                  "resource_deps", "buffer_sizes", "memory_groups")
 
 
 def test_outer_fixtures_exist():
-    assert len(OUTER) >= 3, OUTER
+    assert len(OUTER) >= 6, OUTER
 
 
 @pytest.mark.parametrize("name", OUTER)
@@ -400,3 +402,92 @@ def test_simd_block_is_one_v_task_with_its_handoffs(oracle):
     ours = {ev: n for ev, n, _ in plan.result.hard_events}
     assert ours["MTE2_V"] == o["slots"]["MTE2_V"] == 4
     assert ours["V_MTE3"] == o["slots"]["V_MTE3"] == 4
+
+
+def test_persistent_loop_is_the_compilers_wave_loop(oracle):
+    """gemm_persistent: T.Persistent([16, 4], 8, cid) is the compiler's
+    ``for w in range(8)`` (64 tiles, 8 per wave; tiles fill the waves, so no
+    guard): the ring ids count ((w * 4) + k) % 3, the serial loop's scheduler
+    sees the K loop and the copy-out, and FIX_M is primed, waited in k == 0,
+    notified after the copy-out and drained."""
+    src = oracle["gemm_persistent.py"]["source"]
+    assert "for (int32_t w = 0; w < 8; ++w) {" in src
+    assert "static_cast<event_t>((((w * 4) + k) % 3))" in src
+    kernel, plan = _plan("gemm_persistent.py")
+    assert plan.outer is not None and plan.outer.extent == 8 and not plan.outer.note
+    from analysis.sync_ascend import render_ascend_preview
+    text = render_ascend_preview(kernel, values.build_env(frontend.parse_module(
+        (FIXTURES / "gemm_persistent.py").read_text()), kernel), plan=plan)
+    assert "for (int32_t w = 0; w < 8; ++w) {" in text
+    assert "static_cast<event_t>((((w * 4) + k) % 3))" in text
+
+
+def test_persistent_ring_spills_and_fails_like_the_compiler(oracle):
+    """Rings of 9 across the persistent waves spill whole to locks (TL301,
+    mutex 2..10 and 11..19); rings of 16 need 34 mutex ids and the compiler
+    fails (TL302)."""
+    assert oracle["gemm_persistent_ring9.py"]["spilled"] == {
+        "MTE1_MTE2": list(range(2, 11)), "MTE2_MTE1": list(range(11, 20))}
+    assert "mutex_running" in oracle["gemm_persistent_ring16.py"]["error"]
+    for name, codes in (("gemm_persistent_ring9.py", {"TL301"}),
+                        ("gemm_persistent_ring16.py", {"TL301", "TL302"})):
+        kernel, plan = _plan(name)
+        assert {d.code for d in ascend_diagnostics(kernel, plan)} == codes
+
+
+def test_guarded_persistent_loop_is_not_claimed(tmp_path):
+    """With 6 cores the 64 tiles do not fill 11 waves: the compiler guards the
+    body with ``if`` (a scalar task of the serial loop's scheduler, 3 nodes)
+    and counts ring ids with a version counter.  Not modelled: the serial
+    loop's order is not claimed and the note says why."""
+    src = (FIXTURES / "gemm_persistent.py").read_text().replace("cores=8", "cores=6")
+    path = tmp_path / "gemm_persistent_6.py"
+    path.write_text(src)
+    o = lower_ascend.lower_file(str(path))
+    assert o["error"] is None
+    assert "for (int32_t w = 0; w < 11; ++w) {" in o["source"]
+    assert "version_counter" in o["source"]
+    assert o["scheduler"][-1]["resource_flags"][0] == 64  # the guard, on S
+    module = frontend.parse_module(src)
+    kernel = module.kernels[0]
+    plan = plan_ascend(kernel, values.build_env(module, kernel))
+    assert plan.outer is not None and plan.outer.extent == 11
+    assert not plan.result.schedule_exact and "`if`" in plan.outer.note
+
+
+def test_two_simd_blocks_are_two_v_tasks(oracle):
+    """vec_simd_two_blocks: two T.SimdVF blocks back to back are two V tasks
+    of the loop scheduler, costed with their latency= (40 and 30)."""
+    (theirs,) = oracle["vec_simd_two_blocks.py"]["scheduler"]
+    assert theirs["resource_flags"] == [2, 16, 16, 4]
+    assert theirs["latencies"][1:3] == [40, 30] and theirs["iis"][1:3] == [40, 30]
+    _, plan = _plan("vec_simd_two_blocks.py")
+    assert plan.schedule.input.latencies[1:3] == (40, 30)
+
+
+def test_eight_cross_core_slots_of_a_persistent_mixed_kernel(oracle):
+    """mixed_persistent_ub4: the compiler gives the persistent loop's FIX->V and
+    V->FIX hand-offs a 4-slot cross-core ring each (C_ub: 4), 8 slots; the
+    persistent loop's scheduler counts C_ub 4 times in the UB capacity.  With
+    T.Persistent(num_stages=8) and C_ub not annotated it picks 2 versions
+    (4 slots).  Ours: the same slots, versions and capacities."""
+    for name, slots, versions in (("mixed_persistent_ub4.py", 8, 4),
+                                  ("mixed_persistent_ns8.py", 4, 2)):
+        o = oracle[name]
+        assert len(o["cross_core_slots"]) == slots
+        _, plan = _plan(name)
+        assert plan.result.cross_core_slots == slots
+        assert dict(plan.result.versions)["C_ub"] == versions
+        assert plan.outer.input.memory_groups == tuple(
+            tuple(g) for g in o["scheduler"][-1]["memory_groups"])
+    assert oracle["mixed_persistent_ns8.py"]["scheduler"][-1]["num_stages"] == 8
+
+
+def test_gm_writes_share_the_store_port(oracle):
+    """mixed_workspace: the FIX copy L0C->W (cube) and the UB->C copy (vector)
+    are a resource pair of the compiler's scheduler (both hold the GM store
+    port), though they run on different cores and pipes."""
+    (theirs,) = oracle["mixed_workspace.py"]["scheduler"]
+    assert [2, 5] in theirs["resource_deps"]
+    _, plan = _plan("mixed_workspace.py")
+    assert (2, 5) in plan.schedule.input.resource_deps
