@@ -125,6 +125,9 @@ class Env:
         self._cache: Dict[str, object] = {}
         self._active: Set[str] = set()
         self._reads: Optional[Dict[Tuple[str, int], Tuple[object, ...]]] = None
+        # The plain values (numbers, strings) already recorded in _reads: a name
+        # read again with an equal one needs no second repr.
+        self._read_atoms: Dict[Tuple[str, int], object] = {}
 
     # -- public -----------------------------------------------------------
     def record_reads(self) -> Dict[Tuple[str, int], Tuple[object, ...]]:
@@ -135,6 +138,7 @@ class Env:
         any environment of the same program where they resolve the same way
         (:meth:`outcomes`)."""
         self._reads = {}
+        self._read_atoms = {}
         return self._reads
 
     def outcomes(self, keys: Sequence[Tuple[str, int]]) -> Tuple[Tuple[object, ...], ...]:
@@ -227,12 +231,21 @@ class Env:
         reads = self._reads
         if reads is None:
             return self._resolve(name, depth)
+        key = (name, depth)
         try:
             v = self._resolve(name, depth)
         except Exception as exc:
-            _note(reads, (name, depth), _failure(exc))
+            _note(reads, key, _failure(exc))
             raise
-        _note(reads, (name, depth), ("value", type(v), repr(v)))
+        kind = type(v)
+        if kind in _ATOMS:
+            atoms = self._read_atoms
+            if key in atoms:
+                seen = atoms[key]
+                if type(seen) is kind and seen == v:
+                    return v
+            atoms[key] = v
+        _note(reads, key, ("value", kind, repr(v)))
         return v
 
     def _resolve(self, name: str, depth: int) -> object:
@@ -448,6 +461,11 @@ class Env:
 
 
 MAX_ITEMS = 4096
+
+
+# Immutable values whose equality (same type) means the same repr (not floats:
+# 0.0 == -0.0).
+_ATOMS = frozenset({int, str, bool, type(None)})
 
 
 def _note(reads: Dict[Tuple[str, int], Tuple[object, ...]], key: Tuple[str, int],
