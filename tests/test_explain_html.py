@@ -42,7 +42,7 @@ AUTOTUNE = REPO / "tests" / "fixtures" / "autotune" / "autotune_gemm.py"
 PARITY = REPO / "tests" / "fixtures" / "parity"
 ASCEND = REPO / "tests" / "fixtures" / "ascend" / "gemm_ns2.py"
 SVG_NS = "{http://www.w3.org/2000/svg}"
-ARTIFACTS = REPO / "build" / "test-artifacts"
+ARTIFACTS = Path(os.environ.get("TILELINT_ARTIFACTS") or REPO / "build" / "test-artifacts")
 README_SHOT = REPO / "docs" / "images" / "explain_page.png"
 
 
@@ -336,6 +336,19 @@ def test_arena_reuse_visible(capsys):
 # --------------------------------------------------------------------------
 # The command line
 # --------------------------------------------------------------------------
+
+
+def test_rejected_schedule_has_no_timeline(capsys):
+    """examples/duplicate_order.py: InjectSoftwarePipeline rejects the duplicate
+    order (tests/test_cli.py's docstring), so no code and no timeline exist; the
+    page says why and still maps the arena."""
+    rc, page, _ = run(capsys, "explain", REPO / "examples" / "duplicate_order.py",
+                      "--format", "html")
+    assert rc == 0
+    roots = svgs(page)
+    assert not [r for r in roots if r.get("class") == "timeline"]
+    assert "pipelining fails (TL101)" in page
+    assert [r for r in roots if r.get("class") == "arena"]
 
 
 def test_html_with_sweep_is_a_usage_error(capsys):
