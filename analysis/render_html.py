@@ -167,11 +167,10 @@ def occupancy(kr: KernelResult, target: str, env: Optional["Env"] = None) -> Occ
     regs = None if frag is None else -(-frag // REGISTER_WORD)
     by_regs = None
     if regs is not None and warps:
-        if regs > lim.max_registers_per_thread:
-            by_regs = 0
-        else:
-            per_warp = -(-max(regs, 1) * 32 // REGISTER_GRANULE) * REGISTER_GRANULE
-            by_regs = min(lim.blocks, (lim.registers // per_warp) // warps)
+        # past the per-thread limit ptxas spills to local memory and uses the limit
+        used = min(max(regs, 1), lim.max_registers_per_thread)
+        per_warp = -(-used * 32 // REGISTER_GRANULE) * REGISTER_GRANULE
+        by_regs = min(lim.blocks, (lim.registers // per_warp) // warps)
     return Occupancy(arena_bytes=kr.shared_bytes, total_bytes=total, budget=budget, fits=fits,
                      threads=kr.threads, blocks_by_smem=by_smem, blocks_by_threads=by_threads,
                      blocks=blocks, fragment_bytes_per_thread=frag, registers_estimate=regs,
@@ -875,7 +874,7 @@ def _table(analyses: Sequence[Analysis], settings: Sequence[Optional[Settings]],
         regs = _na(None, occ) if occ.registers_estimate is None else \
             f"≥ {occ.registers_estimate}"
         if occ.registers_estimate is not None and occ.registers_estimate > 255:
-            regs += " (over 255: spills)"
+            regs += " (over 255: spills to local memory)"
         threads = _num(occ.threads) + (" (WS)" if r["warp_specialized"] else "")
         first = ""
         if key not in started:

@@ -171,7 +171,22 @@ def test_table_equals_json_every_autotune_config(capsys):
         budget = {"sm_80": 166912, "sm_90": 232448}[r["target"]]
         assert r["limit"] == str(budget)
         assert (r["fits"] == "yes") == (int(r["total"]) <= budget)
+        if r["fits"] == "NO":  # a block that does not fit never launches
+            assert r["by-shared"] == "0" and r["blocks"] == "0"
     assert {r["fits"] for r in rows} == {"yes", "NO"}
+
+
+def test_register_estimate_past_the_limit():
+    """A 256×256 float32 accumulator over 128 threads is 2048 B = 512 registers
+    per thread, past the 255 a thread may have: ptxas spills and the thread
+    keeps 255: 255 × 32 = 8160 registers per warp, allocated in units of 256:
+    8192, so 65536 / 8192 = 8 warps per SM, 2 blocks of 4 warps."""
+    src = GEMM.read_text().replace("block_M=128, block_N=128", "block_M=256, block_N=256")
+    a = analyze(src, str(GEMM), Settings(target="sm_80"))
+    occ = render_html.occupancy(a.kernels[0], "sm_80")
+    assert occ.fragment_bytes_per_thread == 2048
+    assert occ.registers_estimate == 512
+    assert occ.blocks_by_registers == 2
 
 
 def test_occupancy_unknown_target_kinds():
