@@ -1428,8 +1428,15 @@ class _CoreMemo:
 
 # Words without which no line matches the expressions of
 # ``frontend.find_aliases`` and ``pipeline.imported_names``.
-_IMPORT_WORDS = ("import", "tilelang", "language", "is_npu", "npuir", "alloc_L", "alloc_ub",
-                 "alloc_UB")
+# What frontend.find_aliases and pipeline.imported_names match always holds one
+# of these words, or a line that begins ``from tilelang`` (_FROM_TILELANG); a
+# chunk without any of them changes neither (see AnalysisHost._imports).
+_IMPORT_WORDS = ("import", "is_npu", "npuir", "alloc_L", "alloc_ub", "alloc_UB")
+_FROM_TILELANG = re.compile(r"^\s*from\s+tilelang\b", re.M)
+
+
+def _holds_import_words(text: str) -> bool:
+    return any(w in text for w in _IMPORT_WORDS) or bool(_FROM_TILELANG.search(text))
 
 
 class _File:
@@ -1522,7 +1529,7 @@ class AnalysisHost:
         prev = self._import_facts.get(path)
         if prev is not None:
             gone, new = prev[0] - texts, texts - prev[0]
-            if not any(w in t for t in (*gone, *new) for w in _IMPORT_WORDS):
+            if not any(_holds_import_words(t) for t in (*gone, *new)):
                 self._import_facts[path] = (texts, prev[1], prev[2])
                 return prev[1], prev[2]
         aliases = frontend.find_aliases(text)

@@ -399,3 +399,21 @@ def test_ascend_results_after_lines_move(path):
         lines = text.split("\n")
         text = "\n".join(lines[:1]) + "\n" + inserted + "\n".join(lines[1:])
         assert h.snapshot().analysis(str(path), settings) == analyze(text, str(path), settings)
+
+
+def test_import_edits_are_seen():
+    """The host re-reads the file's aliases only when a changed chunk holds
+    an import word (AnalysisHost._imports): edits of the import lines, and a
+    fork-dialect word typed into a kernel, must still match a fresh analysis."""
+    r = Replay(_mix("gemm_main"), Settings())
+    i = next(n for n, ln in enumerate(r.lines) if ln.startswith("import tilelang.language as T"))
+    end = len(r.lines[i].rstrip("\n"))
+    r.edit(i, end, i, end, "L")  # this import now names TL (the mix has other T imports)
+    r.edit(i, end, i, end + 1, "")
+    r.edit(0, 0, 0, 0, "from tilelang import language as T2\n")
+    r.edit(0, 0, 1, 0, "")
+    k = next(n for n, ln in enumerate(r.lines) if "T.Kernel(" in ln)
+    col = r.lines[k].index("T.Kernel(") + len("T.Kernel(")
+    r.edit(k, col, k, col, "is_npu=True, ")
+    r.edit(k, col, k, col + len("is_npu=True, "), "")
+    assert r.edits == 6
