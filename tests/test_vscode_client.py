@@ -11,7 +11,9 @@ checks what a user sees:
 * the hover on ``T.Pipelined``, which shows the schedule table (stage/order per
   statement).
 
-A screenshot of the hover is kept (``TILELINT_ARTIFACTS``, default build/test-artifacts/).
+Screenshots are kept (``TILELINT_ARTIFACTS``, default build/test-artifacts/); with
+``TILELINT_DOCS_IMAGES=1`` the two hover screenshots replace docs/images/vscode_*.png,
+which the README shows.
 ``scripts/install_code_server.sh`` installs what it needs; ``scripts/test.sh`` runs that
 script.  Without code-server, chromium, Playwright or a built .vsix the test skips and
 says which is missing.
@@ -19,6 +21,7 @@ says which is missing.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -38,6 +41,9 @@ KERNEL = ROOT / "tests" / "fixtures" / "parity" / "invalid_tl101_duplicate_order
 WS_KERNEL = ROOT / "tests" / "fixtures" / "parity" / "gemm_ns3.py"  # warp-specialized on sm_90
 TL101_LINE = 20  # the second statement with order 0 (the compiler's blame)
 ARTIFACTS = Path(os.environ.get("TILELINT_ARTIFACTS") or ROOT / "build" / "test-artifacts")
+# TILELINT_DOCS_IMAGES=1: the hover screenshots also replace the README's
+# (docs/images/vscode_*.png), so that those are made by this test, not by hand.
+DOCS_IMAGES = ROOT / "docs" / "images"
 
 
 def _code_server() -> Optional[str]:
@@ -102,78 +108,88 @@ def _wait_http(url: str, proc: subprocess.Popen, timeout: float = 90.0) -> None:
     raise TimeoutError(f"code-server did not answer at {url}")
 
 
+@contextlib.contextmanager
+def _code_server_running(base: Path, settings: dict, folder: Path,
+                         env: Optional[dict] = None) -> Iterator[int]:
+    """code-server on a free port with the .vsix installed, the user ``settings`` and
+    ``folder`` open; yields the port."""
+    code_server, vsix = _code_server(), _vsix()
+    assert code_server and vsix
+    data, exts = base / "data", base / "extensions"
+    (data / "User").mkdir(parents=True)
+    quiet = {"workbench.startupEditor": "none", "workbench.tips.enabled": False,
+             "telemetry.telemetryLevel": "off", "update.mode": "none",
+             "extensions.autoCheckUpdates": False, "extensions.autoUpdate": False,
+             "editor.hover.delay": 100}
+    (data / "User" / "settings.json").write_text(json.dumps({**quiet, **settings}))
+    common = ["--user-data-dir", str(data), "--extensions-dir", str(exts)]
+    env = env or dict(os.environ)
+    inst = subprocess.run([code_server, *common, "--install-extension", str(vsix)],
+                          capture_output=True, text=True, timeout=180, env=env)
+    assert inst.returncode == 0, inst.stdout + inst.stderr
+    port = _free_port()
+    with open(base / "code-server.log", "w") as log:
+        proc = subprocess.Popen(
+            [code_server, *common, "--auth", "none", "--bind-addr", f"127.0.0.1:{port}",
+             "--disable-telemetry", "--disable-update-check", str(folder)],
+            stdout=log, stderr=subprocess.STDOUT, env=env)
+        try:
+            _wait_http(f"http://127.0.0.1:{port}/healthz", proc)
+            yield port
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
 @pytest.fixture(scope="module")
 def workbench(tmp_path_factory) -> Iterator[dict]:
     why = _missing()
     if why:
         pytest.skip(why)
-    code_server, vsix, tilelint = _code_server(), _vsix(), _tilelint()
-    assert code_server and vsix and tilelint
+    tilelint = _tilelint()
+    assert tilelint
     base = tmp_path_factory.mktemp("vscode")
-    data, exts, folder = base / "data", base / "extensions", base / "project"
-    (data / "User").mkdir(parents=True)
+    folder = base / "project"
     folder.mkdir()
     kernel = folder / "gemm_duplicate_order.py"
     kernel.write_text(KERNEL.read_text())
     ws_kernel = folder / "gemm_sm90.py"
     ws_kernel.write_text("# tilelint: target sm_90\n" + WS_KERNEL.read_text())
     # User settings: the server command (user-level settings hold in any workspace),
-    # no trust prompt, nothing that reaches the network.
-    (data / "User" / "settings.json").write_text(json.dumps({
-        "tilelint.path": [tilelint],
-        "security.workspace.trust.enabled": False,
-        "workbench.startupEditor": "none",
-        "workbench.tips.enabled": False,
-        "telemetry.telemetryLevel": "off",
-        "update.mode": "none",
-        "extensions.autoCheckUpdates": False,
-        "extensions.autoUpdate": False,
-        "editor.hover.delay": 100,
-    }))
-    common = ["--user-data-dir", str(data), "--extensions-dir", str(exts)]
-    env = {**os.environ, "PATH": f"{Path(tilelint).parent}:{os.environ.get('PATH', '')}"}
-    inst = subprocess.run([code_server, *common, "--install-extension", str(vsix)],
-                          capture_output=True, text=True, timeout=180, env=env)
-    assert inst.returncode == 0, inst.stdout + inst.stderr
-    port = _free_port()
-    log = open(base / "code-server.log", "w")
-    proc = subprocess.Popen(
-        [code_server, *common, "--auth", "none", "--bind-addr", f"127.0.0.1:{port}",
-         "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust",
-         str(folder)], stdout=log, stderr=subprocess.STDOUT, env=env)
-    try:
-        _wait_http(f"http://127.0.0.1:{port}/healthz", proc)
+    # no trust prompt.
+    settings = {"tilelint.path": [tilelint], "security.workspace.trust.enabled": False}
+    with _code_server_running(base, settings, folder) as port:
         yield {"port": port, "folder": folder, "kernel": kernel, "ws_kernel": ws_kernel,
                "log": base / "code-server.log"}
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 @pytest.fixture(scope="module")
-def page(workbench):
+def playwright():
+    """One Playwright session for the module (its sync API cannot nest)."""
+    why = _missing()
+    if why:
+        pytest.skip(why)
     from playwright.sync_api import sync_playwright
 
-    url = _url(workbench, workbench["kernel"])
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=_chromium(),
-                                     args=["--no-sandbox", "--disable-gpu"])
-        pg = browser.new_page(viewport={"width": 1500, "height": 950})
-        try:
-            pg.goto(url, wait_until="domcontentloaded", timeout=120_000)
-            pg.wait_for_selector(".monaco-workbench", timeout=120_000)
-            pg.wait_for_selector(".monaco-editor .view-lines", timeout=120_000)
-            yield pg
-        except Exception:
-            _shot(pg, "vscode-failure.png")
-            print(workbench["log"].read_text()[-4000:])
-            raise
-        finally:
-            browser.close()
+        yield pw
+
+
+@pytest.fixture(scope="module")
+def page(workbench, playwright):
+    browser, pg = _browser_page(playwright, _url(workbench, workbench["kernel"]))
+    try:
+        pg.wait_for_selector(".monaco-editor .view-lines", timeout=120_000)
+        yield pg
+    except Exception:
+        _shot(pg, "vscode-failure.png")
+        print(workbench["log"].read_text()[-4000:])
+        raise
+    finally:
+        browser.close()
 
 
 def _url(workbench: dict, path: Path) -> str:
@@ -201,10 +217,12 @@ def _hover_pipelined(page, wait_for: str) -> str:
     return hover.first.inner_text()
 
 
-def _shot(pg, name: str) -> Path:
+def _shot(pg, name: str, docs: bool = False) -> Path:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     path = ARTIFACTS / name
     pg.screenshot(path=str(path))
+    if docs and os.environ.get("TILELINT_DOCS_IMAGES") == "1":
+        shutil.copyfile(path, DOCS_IMAGES / name.replace("-", "_"))
     return path
 
 
@@ -234,7 +252,7 @@ def test_hover_shows_the_schedule(page) -> None:
     text = _hover_pipelined(page, "steady state")
     for word in ("T.Pipelined", "stage", "order", "steady state", "TL101"):
         assert word in text, (word, text)
-    shot = _shot(page, "vscode-hover.png")
+    shot = _shot(page, "vscode-hover.png", docs=True)
     assert shot.stat().st_size > 10_000
 
 
@@ -251,4 +269,63 @@ def test_warp_specialized_hover_shows_the_split(workbench, page) -> None:
                  "256 threads: producer threadIdx.x 0–127 (128), consumer 128–255 (128)",
                  "6 mbarriers"):
         assert word in text, (word, text)
-    _shot(page, "vscode-hover-ws.png")
+    _shot(page, "vscode-hover-ws.png", docs=True)
+
+
+def _browser_page(pw, url: str):
+    browser = pw.chromium.launch(executable_path=_chromium(), args=["--no-sandbox", "--disable-gpu"])
+    pg = browser.new_page(viewport={"width": 1500, "height": 950})
+    pg.goto(url, wait_until="domcontentloaded", timeout=120_000)
+    pg.wait_for_selector(".monaco-workbench", timeout=120_000)
+    return browser, pg
+
+
+def test_restricted_mode_gives_one_clear_message_and_user_settings_work(tmp_path,
+                                                                       playwright) -> None:
+    """A folder that is not trusted yet opens in Restricted Mode.  Its own
+    ``.vscode/settings.json`` names the server, which VS Code ignores there; tilelint is
+    not on the PATH.  The extension says so once (not the language client's own error
+    too) and what to do; a ``tilelint.path`` in the user settings then starts the server
+    in the same untrusted window (static linting never runs the folder's code)."""
+    tilelint = _tilelint()
+    assert tilelint
+    folder = tmp_path / "untrusted"
+    (folder / ".vscode").mkdir(parents=True)
+    (folder / ".vscode" / "settings.json").write_text(json.dumps({"tilelint.path": [tilelint]}))
+    kernel = folder / "gemm_duplicate_order.py"
+    kernel.write_text(KERNEL.read_text())
+    # PATH without tilelint (code-server and its node stay reachable)
+    dirs = [d for d in os.environ.get("PATH", "").split(os.pathsep)
+            if d and not (Path(d) / "tilelint").exists()]
+    env = {**os.environ, "PATH": os.pathsep.join(dirs)}
+    settings = {"security.workspace.trust.enabled": True,
+                "security.workspace.trust.startupPrompt": "never",
+                "security.workspace.trust.banner": "never"}
+    with _code_server_running(tmp_path, settings, folder, env) as port:
+        browser, pg = _browser_page(playwright, _url({"port": port, "folder": folder}, kernel))
+        try:
+            toasts = pg.locator(".notifications-toasts .notification-toast")
+            toasts.get_by_text("Restricted Mode").first.wait_for(timeout=120_000)
+            time.sleep(3)  # a second toast (the client's own error) would be here by now
+            texts = [t.inner_text() for t in toasts.all()]
+            ours = [t for t in texts if "tilelint" in t]
+            assert len(ours) == 1, texts
+            for words in ("Restricted Mode", "tilelint.path", "user settings", "never runs"):
+                assert words in ours[0], (words, ours[0])
+            assert not any("Couldn't start client" in t for t in texts), texts
+            _shot(pg, "vscode-restricted-mode.png")
+            # the user setting is honoured in Restricted Mode: after a reload of the
+            # window (still untrusted) the server starts and TL101 shows
+            user = tmp_path / "data" / "User" / "settings.json"
+            user.write_text(json.dumps({**json.loads(user.read_text()),
+                                        "tilelint.path": [tilelint]}))
+            pg.reload(wait_until="domcontentloaded", timeout=120_000)
+            pg.wait_for_selector(".monaco-editor .squiggly-error", timeout=120_000)
+            assert "Restricted Mode" in pg.locator(".statusbar").inner_text()
+            _shot(pg, "vscode-restricted-mode-user-path.png")
+        except Exception:
+            _shot(pg, "vscode-restricted-failure.png")
+            print((tmp_path / "code-server.log").read_text()[-4000:])
+            raise
+        finally:
+            browser.close()

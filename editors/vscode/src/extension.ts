@@ -6,6 +6,8 @@
 //   2. `tilelint.interpreter`  e.g. ["/opt/venv/bin/python"]     -> <python> -m tilelint.server.cli server <args>
 //   3. the interpreter selected in the Python extension (ms-python), if installed
 //   4. `tilelint` on the PATH
+import * as fs from "fs";
+import * as nodePath from "path";
 import * as vscode from "vscode";
 import {
   LanguageClient,
@@ -95,10 +97,72 @@ function settingsForServer(config: vscode.WorkspaceConfiguration): Record<string
   return out;
 }
 
+// The command as the server would be spawned: an existing file for a path, else the
+// first match on PATH.  undefined: nothing to run (checked before starting, so that a
+// missing command gives one clear message instead of the language client's own error).
+function findExecutable(command: string): string | undefined {
+  const isFile = (p: string) => {
+    try {
+      return fs.statSync(p).isFile();
+    } catch {
+      return false;
+    }
+  };
+  if (command.includes("/") || command.includes("\\")) {
+    return isFile(command) ? command : undefined;
+  }
+  const exts = process.platform === "win32" ? ["", ".exe", ".cmd", ".bat"] : [""];
+  for (const dir of (process.env.PATH ?? "").split(nodePath.delimiter)) {
+    for (const ext of exts) {
+      const candidate = nodePath.join(dir, command + ext);
+      if (dir && isFile(candidate)) {
+        return candidate;
+      }
+    }
+  }
+  return undefined;
+}
+
+// One message when the server cannot start (the command is checked first, so the
+// language client does not add an error of its own).  In Restricted Mode VS Code
+// ignores the folder's tilelint.path/tilelint.interpreter (restrictedConfigurations in
+// package.json): say so, and that user settings or trusting the folder fix it.
+function cannotStart(launch: Launch, err?: unknown): void {
+  let msg: string;
+  if (!vscode.workspace.isTrusted) {
+    msg =
+      `tilelint: this folder is in Restricted Mode, so VS Code does not use the folder's own ` +
+      `tilelint.path and tilelint.interpreter settings, and "${launch.command}" ` +
+      `(from ${launch.source}) could not be started. ` +
+      `tilelint only reads the file (it never runs it), so it works here too: set tilelint.path ` +
+      `in your user settings, or trust the folder.`;
+  } else {
+    msg =
+      `tilelint: could not start the language server with "${launch.command}" (from ${launch.source}). ` +
+      `tilelint is not on PyPI: install it into that environment from a checkout of its repository ` +
+      `(pip install /path/to/tilelint) or set tilelint.path.`;
+  }
+  output?.appendLine(err === undefined ? msg : `${msg}\n${err}`);
+  const actions = vscode.workspace.isTrusted ? ["Show Output"] : ["Open User Settings", "Manage Workspace Trust"];
+  void vscode.window.showErrorMessage(msg, ...actions).then((choice) => {
+    if (choice === "Show Output") {
+      output?.show();
+    } else if (choice === "Open User Settings") {
+      void vscode.commands.executeCommand("workbench.action.openSettings", "tilelint.path");
+    } else if (choice === "Manage Workspace Trust") {
+      void vscode.commands.executeCommand("workbench.trust.manage");
+    }
+  });
+}
+
 async function start(context: vscode.ExtensionContext): Promise<void> {
   const config = vscode.workspace.getConfiguration(SECTION);
   const launch = await launchCommand(config);
   output?.appendLine(`tilelint: starting ${launch.command} ${launch.args.join(" ")} (from ${launch.source})`);
+  if (findExecutable(launch.command) === undefined) {
+    cannotStart(launch);
+    return;
+  }
   const serverOptions: ServerOptions = {
     command: launch.command,
     args: launch.args,
@@ -138,16 +202,7 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
   try {
     await client.start();
   } catch (err) {
-    const msg =
-      `tilelint: could not start the language server with "${launch.command}" (from ${launch.source}). ` +
-      `tilelint is not on PyPI: install it into that environment from a checkout of its repository ` +
-      `(pip install /path/to/tilelint) or set tilelint.path.`;
-    output?.appendLine(`${msg}\n${err}`);
-    void vscode.window.showErrorMessage(msg, "Show Output").then((choice) => {
-      if (choice) {
-        output?.show();
-      }
-    });
+    cannotStart(launch, err);
     client = undefined;
   }
 }
