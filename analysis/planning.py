@@ -1122,21 +1122,38 @@ def _result(loop: Loop, **kw: Any) -> LoopResult:
     return LoopResult(loop=loop, **kw)
 
 
-def plan_loop(loop: Loop, env: Optional[Env], target: str, allocs: Dict[str, Alloc],
-              warp_specialized: bool, ws_fallback: bool = False
-              ) -> Tuple[LoopResult, List[PlanError]]:
-    """Plan one ``T.Pipelined`` loop.  Diagnostics (TL101–TL111) come from
-    ``rules.validate_loop``; this returns the planning result and the errors
-    that only planning can see (TL104/TL108/TL112 on the compiler's planning
-    path), as data: ``rules.planning_diagnostic`` makes them diagnostics."""
-    allocs = dict(allocs or {})
+@dataclass(frozen=True)
+class _LoopInput:
+    """What ``plan_loop`` reads of one loop before choosing a path: the scheduled
+    statements, the binds left out of the schedule, ``num_stages`` as written
+    and evaluated, and the manual order/stage lists (each ``None`` when not
+    known in this instance)."""
+
+    loop: Loop
+    ba: "BodyAnalysis"
+    sched: Tuple[Stmt, ...]
+    excluded: Tuple[Stmt, ...]
+    ns: Optional[int]
+    ns_unknown: bool
+    manual: bool
+    given: Dict[str, Optional[List[Optional[int]]]]
+
+    @property
+    def plain(self) -> Tuple[ScheduledStmt, ...]:
+        """The scheduled statements without stage or order."""
+        return tuple(ScheduledStmt(s, None, None) for s in self.sched)
+
+    def result(self, **kw: Any) -> LoopResult:
+        """A result for this loop with its excluded binds."""
+        return _result(self.loop, excluded_binds=self.excluded, **kw)
+
+
+def _loop_input(loop: Loop, env: Optional[Env]) -> _LoopInput:
     ba = analyse_body(loop, env)
     units = ba.units
-    sched = [units[i] for i in ba.scheduled]
     excluded = tuple(sorted([units[i] for i in ba.replayable] + ba.inlined,
                             key=lambda s: (s.span.line, s.span.col)))
     ns = eval_int(env, loop.num_stages) if loop.num_stages is not None else 0
-    ns_unknown = loop.num_stages is not None and ns is None
     manual = loop.order is not None and loop.stage is not None and \
         len(loop.order) > 0 and len(loop.stage) > 0
     given: Dict[str, Optional[List[Optional[int]]]] = {}
@@ -1145,103 +1162,128 @@ def plan_loop(loop: Loop, env: Optional[Env], target: str, allocs: Dict[str, All
                  "stage": schedule_values(env, loop.stage_expr, loop.stage)}
         if any(v is not None and not v for v in given.values()):
             manual = False  # an empty list is no manual schedule (T.Pipelined's default)
-    plain = [ScheduledStmt(s, None, None) for s in sched]
-    diags: List[PlanError] = []
+    return _LoopInput(loop=loop, ba=ba, sched=tuple(units[i] for i in ba.scheduled),
+                      excluded=excluded, ns=ns,
+                      ns_unknown=loop.num_stages is not None and ns is None,
+                      manual=manual, given=given)
 
+
+def _outside_planning(li: _LoopInput, warp_specialized: bool, ws_fallback: bool
+                      ) -> Optional[LoopResult]:
+    """The result of a loop PipelinePlanning never plans (inside another pipeline,
+    a fork's arguments, consumed by warp specialization, left behind by it), or
+    None."""
+    loop, ns, plain, manual = li.loop, li.ns, li.plain, li.manual
     if loop.pipelined_ancestors > 0:
-        return _result(loop, pipelined=False, num_stages=ns, depth=None,
-                       statements=tuple(plain), excluded_binds=excluded, manual=manual,
-                       note="not pipelined: PipelinePlanning does not look inside an "
-                            "enclosing pipelined loop"), diags
+        return li.result(pipelined=False, num_stages=ns, depth=None, statements=plain,
+                         manual=manual,
+                         note="not pipelined: PipelinePlanning does not look inside an "
+                              "enclosing pipelined loop")
     if loop.unsupported_kwargs:
         # A fork's T.Pipelined (tilescale's sync=/group=): tilelang 0.1.15 has
         # no such argument, so nothing about this loop's schedule is known.
         names = ", ".join(f"{k}=" for k, _ in loop.unsupported_kwargs)
-        return _result(loop, pipelined=manual or ns_unknown or bool(ns and ns >= 1),
-                       num_stages=ns or None, depth=None, statements=tuple(plain),
-                       excluded_binds=excluded, manual=manual,
-                       note=f"schedule not modelled: {names} is not an argument of "
-                            f"tilelang 0.1.15's T.Pipelined"), diags
+        return li.result(pipelined=manual or li.ns_unknown or bool(ns and ns >= 1),
+                         num_stages=ns or None, depth=None, statements=plain, manual=manual,
+                         note=f"schedule not modelled: {names} is not an argument of "
+                              f"tilelang 0.1.15's T.Pipelined")
     if warp_specialized and (ns is None or ns >= 1):  # ns is None: ns_unknown
-        depth: Optional[int] = ns
-        return _result(loop, pipelined=True, num_stages=ns, depth=depth,
-                       statements=tuple(plain), excluded_binds=excluded, manual=manual,
-                       warp_specialized=True,
-                       note="warp-specialized (producer/consumer); manual order/stage ignored"
-                       if manual else "warp-specialized (producer/consumer)"), diags
+        return li.result(pipelined=True, num_stages=ns, depth=ns, statements=plain,
+                         manual=manual, warp_specialized=True,
+                         note="warp-specialized (producer/consumer); manual order/stage ignored"
+                         if manual else "warp-specialized (producer/consumer)")
     if ws_fallback and (ns is None or ns >= 1) and not manual:
-        return _result(loop, pipelined=False, num_stages=ns, depth=None,
-                       statements=tuple(plain), excluded_binds=excluded,
-                       note="not pipelined: the warp-specialization rewriter did not apply "
-                            "and the compiler dropped num_stages"), diags
+        return li.result(pipelined=False, num_stages=ns, depth=None, statements=plain,
+                         note="not pipelined: the warp-specialization rewriter did not apply "
+                              "and the compiler dropped num_stages")
+    return None
 
-    if manual:
-        counts = schedule_counts(loop, ba)
-        bad = {k: len(v) for k, v in given.items()
-               if v is not None and not counts.accepts(len(v))}
-        if bad:
-            length_error = ScheduleLengthError(loop, bad, counts, tuple(sched),
-                                               tuple(units[i] for i in ba.replayable),
-                                               tuple(ba.inlined))
-            diags.append(length_error)
-            return _result(loop, pipelined=False, num_stages=ns or None, depth=None,
-                           statements=tuple(plain), excluded_binds=excluded, manual=True,
-                           note=length_error.note), diags
-        filtered = {k: (counts.filter(v) if v is not None else None) for k, v in given.items()}
-        orders = filtered["order"] or [None] * len(sched)
-        stages = filtered["stage"] or [None] * len(sched)
-        unknown = [k for k, v in given.items() if v is None]
-        st = [ScheduledStmt(s, stg, o) for s, stg, o in zip(sched, stages, orders, strict=False)]
-        if loop.num_stages is not None and ns is not None and ns > 0:
-            depth = ns
-        else:
-            known = [s.stage for s in st if s.stage is not None]
-            depth = max(known) + 1 if known and len(known) == len(st) else None
-        distinct = {s.stage for s in st}
-        pipelined = len(distinct) > 1 or None in distinct
-        if unknown:
-            note = (f"{' and '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not "
-                    f"known in this instance")
-        else:
-            note = "" if pipelined else "all statements share one stage: the loop runs unpipelined"
-        # All statements in one known stage: planned, then emitted as a plain
-        # loop by InjectSoftwarePipeline (measured: no cp.async, one version).
-        return _result(loop, pipelined=pipelined, num_stages=ns or None, depth=depth,
-                       statements=tuple(st), excluded_binds=excluded, manual=True,
-                       note=note), diags
 
+def _plan_manual(li: _LoopInput) -> Tuple[LoopResult, List[PlanError]]:
+    """A manual order/stage: checked against the statement counts the compiler
+    accepts, then taken as written (``num_stages`` beside it sets the depth)."""
+    loop, ns, ba, sched = li.loop, li.ns, li.ba, li.sched
+    counts = schedule_counts(loop, ba)
+    bad = {k: len(v) for k, v in li.given.items()
+           if v is not None and not counts.accepts(len(v))}
+    if bad:
+        units = ba.units
+        length_error = ScheduleLengthError(loop, bad, counts, sched,
+                                           tuple(units[i] for i in ba.replayable),
+                                           tuple(ba.inlined))
+        return li.result(pipelined=False, num_stages=ns or None, depth=None,
+                         statements=li.plain, manual=True, note=length_error.note), \
+            [length_error]
+    filtered = {k: (counts.filter(v) if v is not None else None) for k, v in li.given.items()}
+    orders = filtered["order"] or [None] * len(sched)
+    stages = filtered["stage"] or [None] * len(sched)
+    unknown = [k for k, v in li.given.items() if v is None]
+    st = [ScheduledStmt(s, stg, o) for s, stg, o in zip(sched, stages, orders, strict=False)]
+    depth: Optional[int]
+    if loop.num_stages is not None and ns is not None and ns > 0:
+        depth = ns
+    else:
+        known = [s.stage for s in st if s.stage is not None]
+        depth = max(known) + 1 if known and len(known) == len(st) else None
+    distinct = {s.stage for s in st}
+    pipelined = len(distinct) > 1 or None in distinct
+    if unknown:
+        note = (f"{' and '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not "
+                f"known in this instance")
+    else:
+        note = "" if pipelined else "all statements share one stage: the loop runs unpipelined"
+    # All statements in one known stage: planned, then emitted as a plain
+    # loop by InjectSoftwarePipeline (measured: no cp.async, one version).
+    return li.result(pipelined=pipelined, num_stages=ns or None, depth=depth,
+                     statements=tuple(st), manual=True, note=note), []
+
+
+def _plan_automatic(li: _LoopInput, env: Optional[Env], target: str,
+                    allocs: Dict[str, Alloc]) -> Tuple[LoopResult, List[PlanError]]:
+    """``num_stages`` without a manual schedule: PipelinePlanning's own stages
+    and order, or why the loop stays a plain loop."""
+    loop, ns, plain, sched = li.loop, li.ns, li.plain, li.sched
     if loop.num_stages is None or (ns is not None and ns <= 0):
         note = "not pipelined: num_stages is 0 or absent"
         if (loop.order is not None) != (loop.stage is not None):
             note = "not pipelined: order without stage (or stage without order)"
-        return _result(loop, pipelined=False, num_stages=ns, depth=None,
-                       statements=tuple(plain), excluded_binds=excluded, note=note), diags
+        return li.result(pipelined=False, num_stages=ns, depth=None, statements=plain,
+                         note=note), []
     if not pipelining_kept(target):
-        return _result(loop, pipelined=False, num_stages=ns, depth=None,
-                       statements=tuple(plain), excluded_binds=excluded,
-                       note=f"not pipelined: software pipelining is disabled on {target}"), diags
+        return li.result(pipelined=False, num_stages=ns, depth=None, statements=plain,
+                         note=f"not pipelined: software pipelining is disabled on {target}"), []
     if ns is None:
-        return _result(loop, pipelined=True, num_stages=None, depth=None,
-                       statements=tuple(plain), excluded_binds=excluded,
-                       note="num_stages is unknown"), diags
+        return li.result(pipelined=True, num_stages=None, depth=None, statements=plain,
+                         note="num_stages is unknown"), []
     if not sched:
-        return _result(loop, pipelined=False, num_stages=ns, depth=None,
-                       statements=(), excluded_binds=excluded,
-                       note="compile error: no schedulable statements"), diags
+        return li.result(pipelined=False, num_stages=ns, depth=None, statements=(),
+                         note="compile error: no schedulable statements"), []
     try:
         infos = plan_auto(sched, ns, env, allocs)
     except PlanningError as e:
         conflict = StageConflict(loop, e.kind, e.message, e.stmt, e.other)
-        diags.append(conflict)
-        return _result(loop, pipelined=False, num_stages=ns, depth=None,
-                       statements=tuple(plain), excluded_binds=excluded,
-                       note=conflict.note), diags
+        return li.result(pipelined=False, num_stages=ns, depth=None, statements=plain,
+                         note=conflict.note), [conflict]
     planned = tuple(ScheduledStmt(p.stmt, p.stage, p.order) for p in infos)
     if len({p.stage for p in infos}) <= 1:
         # InjectSoftwarePipeline keeps a loop whose statements all share one
         # stage as a plain loop (nothing to overlap).
-        return _result(loop, pipelined=False, num_stages=ns, depth=ns, statements=planned,
-                       excluded_binds=excluded,
-                       note="not pipelined: no copy stage, every statement is in one stage"), diags
-    return _result(loop, pipelined=True, num_stages=ns, depth=ns, statements=planned,
-                   excluded_binds=excluded), diags
+        return li.result(pipelined=False, num_stages=ns, depth=ns, statements=planned,
+                         note="not pipelined: no copy stage, every statement is in one stage"), []
+    return li.result(pipelined=True, num_stages=ns, depth=ns, statements=planned), []
+
+
+def plan_loop(loop: Loop, env: Optional[Env], target: str, allocs: Dict[str, Alloc],
+              warp_specialized: bool, ws_fallback: bool = False
+              ) -> Tuple[LoopResult, List[PlanError]]:
+    """Plan one ``T.Pipelined`` loop.  Diagnostics (TL101–TL111) come from
+    ``rules.validate_loop``; this returns the planning result and the errors
+    that only planning can see (TL104/TL108/TL112 on the compiler's planning
+    path), as data: ``rules.planning_diagnostic`` makes them diagnostics."""
+    li = _loop_input(loop, env)
+    outside = _outside_planning(li, warp_specialized, ws_fallback)
+    if outside is not None:
+        return outside, []
+    if li.manual:
+        return _plan_manual(li)
+    return _plan_automatic(li, env, target, dict(allocs or {}))
