@@ -6,7 +6,8 @@ and checked on the parity fixtures):
 * Liveness is computed over the *top-level statements* of the lowered kernel body
   (every access is attributed to the statement at the allocation's scope level).
   After InjectSoftwarePipeline each prologue/epilogue statement instance is its own
-  top-level statement and the steady-state loop is one.  A buffer lives from the
+  top-level statement and the steady-state loop is one; a prologue or epilogue that
+  stays a loop (a run-time ``start``) is one statement.  A buffer lives from the
   first statement that touches it to the last one; two buffers may share bytes
   only if one's last statement comes strictly before the other's first.
 * Buffers are processed sorted by (first statement, size descending, name).  Each
@@ -22,8 +23,8 @@ and checked on the parity fixtures):
   to 16.  The CUDA source always declares ``extern __shared__ __align__(1024) uchar
   buf_dyn_shmem[]``, so offsets are absolute.
 * Warp-specialized path (sm_90): the producer loop comes first in the linear order and
-  touches every buffer its copies fill, so those buffers share one first statement and
-  are ordered by size then name; pre-loop copies stay before the split, every other
+  touches every buffer its copies fill (TMA loads and ``T.Parallel`` copies from global
+  memory), so those buffers share one first statement and are ordered by size then name; pre-loop copies stay before the split, every other
   statement (including pre-loop consumers) moves after the producer loop.
 * ``scope="shared"`` buffers are packed separately into a static arena; on the
   warp-specialized path the mbarriers add 8 bytes each to the static shared memory.
@@ -56,7 +57,7 @@ from .model import (
     walk_bodies,
 )
 from .schedule import modulo_schedule
-from .sync_cuda import ws_barriers
+from .sync_cuda import is_simt_producer, rolled_ends, ws_barriers
 from .values import Env, Program, dtype_bits, normalise_dtype
 
 DEFAULT_ALIGN = 16
@@ -163,6 +164,10 @@ def linear_units(kernel: Kernel, loops: Sequence[LoopResult], shared: Set[str],
             units.append(_touched(s) & shared)
         produced: Set[str] = set()
         for c in ws_loop.body:
+            if is_simt_producer(c, kernel):
+                # a T.Parallel copy from global runs in the producer branch too
+                # (measured: long_store_rhs places its A_shared first)
+                produced |= _written(c) & shared
             for x in walk_bodies([c]):
                 if _is_copy_into_shared(x, shared) and planning.is_tma_load(x, kernel, env, allocs):
                     produced |= _written(x) & shared
@@ -178,6 +183,18 @@ def linear_units(kernel: Kernel, loops: Sequence[LoopResult], shared: Set[str],
         sched = modulo_schedule(lr) if lr is not None and lr.pipelined else None
         if sched is None:
             units.append(_touched(s) & shared)
+            continue
+        if lr is not None and env is not None and sched.max_stage >= 2 and \
+                rolled_ends(kernel, lr, env):
+            # The prologue and the epilogue are loops (a run-time start): each is
+            # one statement, so the buffers it touches first share a start and go
+            # by size (measured: T.Pipelined(by, n, num_stages=3) with a bigger
+            # B tile places B_shared at offset 0, A_shared after it).
+            units.append({b for step in sched.prologue for row in step
+                          for b in _touched(row.stmt) & shared})
+            units.append(_touched(s) & shared)
+            units.append({b for step in sched.epilogue for row in step
+                          for b in _touched(row.stmt) & shared})
             continue
         for step in sched.prologue:
             for row in step:

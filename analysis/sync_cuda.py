@@ -9,7 +9,9 @@ InjectSoftwarePipeline + ThreadSync emit it (checked on the parity fixtures):
 * Before the first statement of a step that reads a buffer filled by a group instance
   not yet known complete, ``cp_async_wait<N>()`` is emitted, N = the number of groups
   committed after the needed one; after it everything but the last N groups is
-  complete.  Each wait is followed by ``__syncthreads()``.
+  complete.  Each wait is followed by ``__syncthreads()``.  In the steady-state loop
+  the first reader of each group waits for it, and a ``cp_async_wait<0>()`` there is
+  relaxed to ``retain × (groups committed since the last wait)`` (``retained_groups``).
 * ThreadSync: walking the emitted statements, a ``__syncthreads()`` goes before a
   statement whose shared access conflicts (RAW/WAR/WAW, async-async writes excepted)
   with an access since the last sync.  Versioned accesses ``(k + a) % V`` and
@@ -17,25 +19,32 @@ InjectSoftwarePipeline + ThreadSync emit it (checked on the parity fixtures):
   arena bytes overlap (epilogue reuse).  A loop gets a sync at the top of its body when
   the accesses after its last sync conflict with those before its first sync in the
   next iteration.  A pipelined region (prologue+loop+epilogue) gets a sync before it
-  when anything pending conflicts with any access inside it.
+  when anything pending conflicts with any access inside it.  An indexed access
+  (a store or load) and a pointer access (cp.async, the gemm's operands) of dynamic
+  shared memory always conflict.
 
 Warp-specialized path (sm_90): a 128-thread producer warpgroup is added; mbarriers are
 ``2 × num_stages`` per producer group (one group when all TMA copies are first read and
 last used by the same consumer statements, else one per copy) plus one per TMA copy
 before the loop that a consumer reads; each group contributes a producer and a consumer
-wait site, each pre-loop TMA copy one.  ``__syncthreads()``: one after barrier init, one
-more when statements before the loop write shared memory or the loop is nested.
+wait site, each pre-loop TMA copy one.  A ``T.Parallel`` copy from global memory (a SIMT
+producer) keeps the groups apart and is one cp.async commit per iteration.
+``__syncthreads()``: one after barrier init, one more when statements before the loop
+write shared memory or the loop is nested.
+
+docs/compiler-notes.md lists the measured behaviours behind these rules.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Dict, List, Optional, Protocol, Sequence, Set, Tuple
+from typing import Dict, List, NamedTuple, Optional, Protocol, Sequence, Set, Tuple
 
 from . import targets as targets_mod
 from .loops import loop_result
 from .model import (
     BufferInfo,
+    Const,
     Kernel,
     KernelSync,
     Loop,
@@ -98,6 +107,17 @@ def is_async_copy(stmt: Stmt, kernel: Kernel) -> bool:
         any(r.buffer not in allocs for r in stmt.reads)
 
 
+def _asks_cp_async(stmt: Stmt) -> bool:
+    """A copy written as ``T.async_copy`` or with ``prefer_instruction="cp_async"``."""
+    for x in walk_bodies([stmt]):
+        if x.op == "T.async_copy":
+            return True
+        pref = x.kwarg("prefer_instruction")
+        if isinstance(pref, Const) and pref.value == "cp_async":
+            return True
+    return False
+
+
 def _is_tma(stmt: Stmt, kernel: Kernel, env: Optional[Env]) -> bool:
     if not is_async_copy(stmt, kernel):
         return False
@@ -107,6 +127,16 @@ def _is_tma(stmt: Stmt, kernel: Kernel, env: Optional[Env]) -> bool:
         return any(is_tma_load(x, kernel, env, allocs) for x in walk_bodies([stmt]))
     except Exception:  # noqa: BLE001
         return True
+
+
+def _is_pipeline(loop: Loop, loops: Sequence[LoopResult]) -> bool:
+    """A ``T.Pipelined`` loop that writes a pipeline annotation: ``num_stages`` of
+    at least 1 or an order/stage.  ``T.Pipelined(n)`` alone is a plain loop for
+    the compiler."""
+    if loop.kind != "pipelined":
+        return False
+    lr = loop_result(loop, loops)
+    return lr is None or not (lr.num_stages == 0 and loop.order is None and loop.stage is None)
 
 
 def _is_ws_loop(lr: Optional[LoopResult]) -> bool:
@@ -133,17 +163,36 @@ def threads(kernel: Kernel, env: Env, warp_specialized: bool) -> Optional[int]:
 def ws_barriers(kernel: Kernel, env: Optional[Env], loops: Sequence[LoopResult], target: str,
                 warp_specialized: bool) -> Tuple[int, int]:
     """(mbarrier count, mbarrier wait sites) on the warp-specialized path, else (0, 0)."""
-    count, per_iteration, before = _ws_barriers(kernel, env, loops, warp_specialized)
-    return count, per_iteration + before
+    ws = _ws_barriers(kernel, env, loops, warp_specialized)
+    return ws.barriers, ws.waits + ws.prelude
+
+
+def is_simt_producer(stmt: Stmt, kernel: Kernel) -> bool:
+    """A statement that is not a tile operator, stores into shared memory and reads
+    global memory and no buffer of the kernel (a ``T.Parallel`` copy from a
+    parameter): the warp-specialization rewriter's SIMT producer
+    (``SimtProducerDetector``), lowered to cp.async in the producer branch."""
+    if stmt.kind not in ("parallel", "store"):
+        return False
+    allocs = _alloc_names(kernel)
+    reads = {a.buffer for x in walk_bodies([stmt]) for a in x.reads}
+    return bool(set(_walk_writes(stmt)) & _shared_names(kernel)) and \
+        bool(reads - allocs) and not reads & allocs
+
+
+class _WsSync(NamedTuple):
+    barriers: int  # mbarriers
+    waits: int  # mbarrier wait sites in one iteration of producer and consumer loops
+    prelude: int  # wait sites before them, for the TMA copies ahead of the loop
+    commits: int  # cp.async commits in one producer iteration (SIMT producers)
 
 
 def _ws_barriers(kernel: Kernel, env: Optional[Env], loops: Sequence[LoopResult],
-                 warp_specialized: bool) -> Tuple[int, int, int]:
-    """(mbarrier count, wait sites in one iteration of the producer and consumer
-    loops together, wait sites before them for the TMA copies ahead of the loop)."""
+                 warp_specialized: bool) -> _WsSync:
+    """The mbarriers and producer commits of the warp-specialized loop."""
     if not warp_specialized:
-        return 0, 0, 0
-    count = waits = prelude = 0
+        return _WsSync(0, 0, 0, 0)
+    count = waits = prelude = commits = 0
     shared = _shared_names(kernel)
     body = list(kernel.body)
     for i, top in enumerate(body):
@@ -163,8 +212,17 @@ def _ws_barriers(kernel: Kernel, env: Optional[Env], loops: Sequence[LoopResult]
             or list(ws_loop.body)
         asyncs = [x for x in stmts if is_async_copy(x, kernel)]
         producers = [x for x in asyncs if _is_tma(x, kernel, env)]
-        other_async = len(asyncs) > len(producers)
-        consumers = [x for x in stmts if not is_async_copy(x, kernel)]
+        # A copy that lowers to neither TMA nor cp.async (the default for a copy
+        # TMA cannot do) is a consumer statement for the rewriter and keeps the TMA
+        # copies' barriers merged (measured: bind_reads_written_buffer); only a
+        # copy that asks for cp.async is a producer of its own.
+        # A SIMT producer ties every TMA group to its own completion: no merging;
+        # its stores become cp.async, committed once per iteration (measured:
+        # long_store_rhs).
+        simt = [x for x in stmts if is_simt_producer(x, kernel)]
+        other_async = bool(simt) or any(_asks_cp_async(x) for x in asyncs if x not in producers)
+        commits = 1 if simt else 0
+        consumers = [x for x in stmts if not is_async_copy(x, kernel) and x not in simt]
         positions = []
         for p in producers:
             dst = {w for w in _walk_writes(p) if w in shared}
@@ -188,7 +246,7 @@ def _ws_barriers(kernel: Kernel, env: Optional[Env], loops: Sequence[LoopResult]
         count += 2 * groups * ns + prelude
         waits += 2 * groups
         break  # the pass specializes the first eligible loop only
-    return count, waits, prelude
+    return _WsSync(count, waits, prelude, commits)
 
 
 # --------------------------------------------------------------------------
@@ -203,6 +261,9 @@ class Acc:
     is_async: bool
     # version key: None = whole buffer; ("c", v) a concrete version; ("k", o) (k+o) % V
     vkey: Optional[Tuple[str, int]] = None
+    # through a pointer (cp.async's destination, ldmatrix and the gemm's operands)
+    # rather than an indexed load or store
+    pointer: bool = False
 
 
 @dataclass(frozen=True)
@@ -222,6 +283,7 @@ class _Layout:
     def __init__(self, kernel: Kernel, env: Optional[Env], pack: Optional[PackLayout],
                  versions: Dict[str, int]) -> None:
         self.versions = versions
+        self.dyn = {a.name for a in kernel.allocs if a.scope == "shared.dyn"}
         self.ranges: Dict[str, Tuple[int, int]] = {}
         if pack is not None:
             for b in pack.buffers:
@@ -255,21 +317,50 @@ class _Layout:
 
 
 def _conflict(prev: Sequence[Acc], cur: Sequence[Acc], layout: _Layout, shift: int = 0) -> bool:
+    """ThreadSync's test.  Every access to dynamic shared memory is one buffer for
+    it; an indexed access against a pointer access cannot be compared, so it is
+    a conflict whatever the bytes (measured: a T.Parallel store into A_shared,
+    then the cp.async into B_shared, gets a barrier between them)."""
     for p in prev:
         for c in cur:
             if not p.write and not c.write:
                 continue
             if p.write and c.write and p.is_async and c.is_async:
                 continue
+            if p.pointer != c.pointer and p.buffer in layout.dyn and c.buffer in layout.dyn:
+                return True
             if layout.overlap(p, c, shift):
                 return True
     return False
 
 
-def _accs(stmt: Stmt, shared: Set[str], is_async: bool, vkey: VersionKey) -> List[Acc]:
+def _leaves(stmt: Stmt) -> List[Stmt]:
+    """The statements of ``stmt`` that hold no others (``stmt`` itself when it
+    holds none)."""
+    out = [x for x in walk_bodies([stmt]) if not x.children and not (x.loop and x.loop.body)]
+    return out or [stmt]
+
+
+def _accs(stmt: Stmt, shared: Set[str], is_async: bool, vkey: VersionKey,
+          kernel: Optional[Kernel] = None) -> List[Acc]:
+    """The shared-memory accesses of ``stmt``.  A gemm reads through pointers;
+    given ``kernel`` (the statement is emitted by a software pipeline), so does a
+    global-to-shared copy (a cp.async); every other access is indexed.  What the
+    statement reads beyond its leaves (an ``if`` condition) is indexed."""
+    out: List[Acc] = []
+    seen_r: Set[str] = set()
+    seen_w: Set[str] = set()
+    for x in _leaves(stmt):
+        r = {a.buffer for a in x.reads if a.buffer in shared}
+        w = {a.buffer for a in x.writes if a.buffer in shared}
+        ptr = x.kind == "gemm" or (kernel is not None and is_async_copy(x, kernel))
+        out += [Acc(b, False, False, vkey, ptr) for b in sorted(r)]
+        out += [Acc(b, True, is_async, vkey, ptr) for b in sorted(w)]
+        seen_r |= r
+        seen_w |= w
     r, w = _rw(stmt, shared)
-    out = [Acc(b, False, False, vkey) for b in sorted(r)]
-    out += [Acc(b, True, is_async, vkey) for b in sorted(w)]
+    out += [Acc(b, False, False, vkey) for b in sorted(r - seen_r)]
+    out += [Acc(b, True, is_async, vkey) for b in sorted(w - seen_w)]
     return out
 
 
@@ -353,153 +444,271 @@ class _Tracer:
 
     def row_accs(self, row: Row, versions: Dict[str, int]) -> List[Acc]:
         is_async = is_async_copy(row.stmt, self.kernel)
-        r, w = _rw(row.stmt, self.shared)
         trip = self.trips.get(id(row.stmt))
-        out = [Acc(b, False, False, _vkey(row, b, versions, trip)) for b in sorted(r)]
-        out += [Acc(b, True, is_async, _vkey(row, b, versions, trip)) for b in sorted(w)]
-        return out
+        return [replace(a, vkey=_vkey(row, a.buffer, versions, trip))
+                for a in _accs(row.stmt, self.shared, is_async, None, self.kernel)]
 
     # -- pipelined loops ---------------------------------------------------
     def pipelined(self, sched: Schedule, li: int, versions: Dict[str, int],
-                  rolled: bool = False) -> Tuple[int, List[int]]:
+                  rolled: bool = False, retain: int = 1) -> Tuple[int, List[int]]:
         """Emit prologue/body/epilogue; returns (commits, waits).  ``rolled``: the
         prologue and the epilogue are loops (``rolled_ends``); their code is given once:
         the prologue's last step ending with ``wait_group<0>`` and a barrier, the
         epilogue as the whole body (every statement guarded) waiting with
-        ``wait_group<0>``."""
-        kernel = self.kernel
-        all_rows = sched.rows()
+        ``wait_group<0>``.  ``retain``: ``retained_groups`` of the loop (how far
+        the compiler relaxes a ``wait_group<0>`` in the steady state)."""
+        begin = len(self.events)
         if sched.trip_count is not None:
-            for r in all_rows:
+            for r in sched.rows():
                 self.trips[id(r.stmt)] = sched.trip_count
-        region = []
-        for row in all_rows:
-            region.extend(_accs(row.stmt, self.shared, False, None))
-        # Code before the pipeline that conflicts with it: when a prologue statement
-        # conflicts, ThreadSync's barrier goes right before that statement (before the
-        # first one it is outside the pipeline); otherwise it goes before the pipeline.
-        first_row = sched.prologue[0][0] if sched.prologue and sched.prologue[0] else None
-        in_prologue = any(_conflict(self.pending, _accs(r.stmt, self.shared, False, None),
-                                    self.layout)
-                          for step in sched.prologue for r in step)
-        if self.pending and _conflict(self.pending, region, self.layout) and not in_prologue:
-            self.sync("pre", li, note="before pipeline")
-        # Commit groups, as PipelinePlanning annotates them: async copies of one
-        # stage whose data is last read by the same statement share a group
-        # (numbered in issue order); InjectSoftwarePipeline commits each run of
-        # consecutive copies of one group, so a group split by another copy is
-        # committed once per run.
-        stmts = {r.index: r.stmt for r in sched.body}
-
-        def last_use(i: int) -> int:
-            written = _rw(stmts[i], self.shared)[1]
-            return max((j for j in stmts if j > i and written & _rw(stmts[j], self.shared)[0]),
-                       default=-1)
-
-        group_of: Dict[int, int] = {}  # statement index -> commit group id
-        keys: Dict[Tuple[int, int], int] = {}
-        for r in sched.body:
-            if is_async_copy(r.stmt, kernel):
-                group_of[r.index] = keys.setdefault((r.stage, last_use(r.index)), len(keys))
-        n_groups = max(len(keys), 1)
-        writers: Dict[str, int] = {}
-        for r in sched.body:
-            if r.index in group_of:
-                for w in r.stmt.writes:
-                    if w.buffer in self.shared:
-                        writers[w.buffer] = group_of[r.index]
-        committed: List[Tuple[int, int]] = []  # (group, logical iteration), in commit order
-        complete: Set[Tuple[int, int]] = set()
-        commits = 0
-        waits: List[int] = []
-
-        def position(inst: Tuple[int, int]) -> int:
-            # the compiler counts groups as if each iteration committed them in id order
-            return inst[1] * n_groups + inst[0]
-
-        trip = sched.max_stage + 3  # enough body iterations to reach the steady state
-
-        def logical(r: Row, k: int) -> int:
-            if r.section == PROLOGUE:
-                return r.offset
-            if r.section == BODY:
-                return k + r.offset
-            return trip + r.offset
-
-        def emit_step(rows: Sequence[Row], k: int, record: bool, drain: bool = False) -> None:
-            nonlocal commits
-            gids = {r.index: group_of[r.index] for r in rows if r.index in group_of}
-            last_of = {g: pos for pos, r in enumerate(rows) for g in [gids.get(r.index)]
-                       if g is not None}
-            for pos, r in enumerate(rows):
-                it = logical(r, k)
-                reads, _ = _rw(r.stmt, self.shared)
-                need = None
-                for b in sorted(reads):
-                    g = writers.get(b)
-                    if g is None:
-                        continue
-                    inst = (g, it)
-                    if inst in complete or inst not in committed:
-                        continue
-                    n = 0 if drain else max(0, position(committed[-1]) - position(inst))
-                    need = n if need is None else min(need, n)
-                if need is not None:
-                    for inst in committed:
-                        if position(inst) <= position(committed[-1]) - need:
-                            complete.add(inst)
-                    if record:
-                        waits.append(need)
-                        self.events.append(Event("wait", r.section, li, n=need))
-                        self.sync(r.section, li, note="after wait")
-                accs = self.row_accs(r, versions)
-                if record and r is first_row and accs and _conflict(self.pending, accs, self.layout):
-                    self.sync("pre", li, note="before pipeline")
-                if record:
-                    self.access(accs, Event("stmt", r.section, li, row=r, stmt=r.stmt))
-                if r.index in gids:
-                    g = gids[r.index]
-                    nxt = rows[pos + 1] if pos + 1 < len(rows) else None
-                    if nxt is None or gids.get(nxt.index) != g:
-                        if last_of[g] == pos:
-                            committed.append((g, it))
-                        if record:
-                            commits += 1
-                            self.events.append(Event("commit", r.section, li))
-
+        em = _PipelineEmitter(self, sched, li, versions, self._sync_before_pipeline(sched, li))
         if rolled and sched.prologue:
-            for step in sched.prologue[:-1]:
-                emit_step(step, 0, False)
-            start = len(self.events)
-            emit_step(sched.prologue[-1], 0, True)
-            complete.update(committed)
-            waits.append(0)
-            self.events.append(Event("wait", PROLOGUE, li, n=0))
-            self.sync(PROLOGUE, li, note="after wait")
-            self._close_loop(start, PROLOGUE, li)
+            self._rolled_prologue(em, sched, li)
         else:
             for step in sched.prologue:
-                emit_step(step, 0, True)
+                em.step(step, 0, True)
         # warm-up body iterations (not recorded) then one recorded steady-state iteration
         # (after a rolled prologue, which drains every group, the steady state
         # starts once the body consumes only what the body committed)
         warm = max(2, sched.max_stage + 1) if rolled else 2
         saved_events, saved_pending = list(self.events), list(self.pending)
         for k in range(0, warm):
-            emit_step(sched.body, k, False)
+            em.step(sched.body, k, False)
         self.events, self.pending = saved_events, saved_pending
         start = len(self.events)
-        emit_step(sched.body, warm, True)
+        em.step(sched.body, warm, True, per_group=True)
+        self._relax_waits(start, retain, 0 if rolled else _outstanding(self.events[begin:start]))
         self._close_loop(start, BODY, li)
         if rolled and sched.epilogue:
             start = len(self.events)
-            emit_step(sched.body, warm + 1, True, drain=True)
+            em.step(sched.body, warm + 1, True, drain=True)
             self._close_loop(start, EPILOGUE, li)
             self.events[start:] = [replace(e, section=EPILOGUE) for e in self.events[start:]]
         else:
             for step in sched.epilogue:
-                emit_step(step, 0, True)
-        return commits, waits
+                em.step(step, 0, True)
+        return em.commits, em.waits
+
+    def _sync_before_pipeline(self, sched: Schedule, li: int) -> Optional[Row]:
+        """Code before the pipeline that conflicts with it: when a prologue statement
+        conflicts, ThreadSync's barrier goes right before that statement (before the
+        first one it is outside the pipeline; returned, for the emitter to place);
+        otherwise it goes before the pipeline, here."""
+        region: List[Acc] = []
+        for row in sched.rows():
+            region.extend(_accs(row.stmt, self.shared, False, None, self.kernel))
+        first_row = sched.prologue[0][0] if sched.prologue and sched.prologue[0] else None
+        in_prologue = any(_conflict(self.pending,
+                                    _accs(r.stmt, self.shared, False, None, self.kernel),
+                                    self.layout)
+                          for step in sched.prologue for r in step)
+        if self.pending and _conflict(self.pending, region, self.layout) and not in_prologue:
+            self.sync("pre", li, note="before pipeline")
+        return first_row
+
+    def _rolled_prologue(self, em: "_PipelineEmitter", sched: Schedule, li: int) -> None:
+        """A prologue that is a loop: its code is its last step, then
+        ``wait_group<0>`` and a barrier."""
+        for step in sched.prologue[:-1]:
+            em.step(step, 0, False)
+        start = len(self.events)
+        em.step(sched.prologue[-1], 0, True)
+        em.complete.update(em.committed)
+        em.waits.append(0)
+        self.events.append(Event("wait", PROLOGUE, li, n=0))
+        self.sync(PROLOGUE, li, note="after wait")
+        self._close_loop(start, PROLOGUE, li)
+
+    def _relax_waits(self, start: int, retain: int, outstanding: int) -> None:
+        """InjectSoftwarePipeline's last step on the steady-state loop: a
+        ``wait_group<0>`` in it becomes ``wait_group<retain × g>``, g = the groups
+        committed since the previous wait of the iteration (1 when there is none
+        before it and no commit yet, which needs ``retain + 1`` groups outstanding
+        from the prologue and a commit after the wait).  Measured on
+        bind_reads_written_manual: the copy of the next index is committed, then
+        ``wait_group<1>`` (not 0) before the statement reading it.  Only the
+        count changes; what the tracer took as complete stays as before (the
+        compiler computes every other wait before relaxing)."""
+        if retain <= 0:
+            return
+        evs = self.events
+        since = 0
+        seen_wait = False
+        for i in range(start, len(evs)):
+            ev = evs[i]
+            if ev.kind == "commit":
+                outstanding += 1
+                since += 1
+            elif ev.kind == "wait":
+                n = ev.n
+                if n == 0:
+                    head = since == 0 and not seen_wait
+                    after = 0
+                    for nxt in evs[i + 1:]:
+                        if nxt.kind == "wait":
+                            break
+                        after += nxt.kind == "commit"
+                    cand = retain * (1 if head else since)
+                    if cand > 0 and (not head or (outstanding >= cand + 1 and after > 0)):
+                        n = cand
+                        evs[i] = replace(ev, n=n)
+                seen_wait = True
+                outstanding = min(outstanding, n)
+                since = 0
+
+
+class _CommitGroups:
+    """Commit groups, as PipelinePlanning annotates them: async copies of one stage
+    whose data is last read by the same statement share a group (numbered in
+    issue order); InjectSoftwarePipeline commits each run of consecutive copies of
+    one group, so a group split by another copy is committed once per run."""
+
+    def __init__(self, sched: Schedule, shared: Set[str], kernel: Kernel) -> None:
+        stmts = {r.index: r.stmt for r in sched.body}
+
+        def last_use(i: int) -> int:
+            written = _rw(stmts[i], shared)[1]
+            return max((j for j in stmts if j > i and written & _rw(stmts[j], shared)[0]),
+                       default=-1)
+
+        self.of: Dict[int, int] = {}  # statement index -> commit group id
+        keys: Dict[Tuple[int, int], int] = {}
+        for r in sched.body:
+            if is_async_copy(r.stmt, kernel):
+                self.of[r.index] = keys.setdefault((r.stage, last_use(r.index)), len(keys))
+        self.count = max(len(keys), 1)
+        self.writers: Dict[str, int] = {}  # buffer -> the group that fills it
+        for r in sched.body:
+            if r.index in self.of:
+                for w in r.stmt.writes:
+                    if w.buffer in shared:
+                        self.writers[w.buffer] = self.of[r.index]
+
+    def position(self, inst: Tuple[int, int]) -> int:
+        """Where a (group, logical iteration) instance is in commit order: the
+        compiler counts groups as if each iteration committed them in id order."""
+        return inst[1] * self.count + inst[0]
+
+
+class _PipelineEmitter:
+    """Emits the steps of one pipelined loop into a tracer: before each statement
+    the ``wait_group`` its reads need (and the barrier after it), the statement,
+    and after the last copy of each run of a commit group its commit.  Keeps
+    which group instances are committed and known complete across steps."""
+
+    def __init__(self, tracer: "_Tracer", sched: Schedule, li: int,
+                 versions: Dict[str, int], first_row: Optional[Row]) -> None:
+        self.tr = tracer
+        self.li = li
+        self.versions = versions
+        self.first_row = first_row
+        self.groups = _CommitGroups(sched, tracer.shared, tracer.kernel)
+        self.committed: List[Tuple[int, int]] = []  # (group, logical iteration), in commit order
+        self.complete: Set[Tuple[int, int]] = set()
+        self.commits = 0
+        self.waits: List[int] = []
+        self.trip = sched.max_stage + 3  # enough body iterations to reach the steady state
+
+    def logical(self, r: Row, k: int) -> int:
+        if r.section == PROLOGUE:
+            return r.offset
+        if r.section == BODY:
+            return k + r.offset
+        return self.trip + r.offset
+
+    def step(self, rows: Sequence[Row], k: int, record: bool, drain: bool = False,
+             per_group: bool = False) -> None:
+        """One step (a prologue or epilogue step, or body iteration ``k``); only a
+        ``record``-ed step leaves events.  ``drain``: every wait is
+        ``wait_group<0>``.  ``per_group`` (the steady-state iteration): as
+        InjectSoftwarePipeline counts the loop body, the first statement reading a
+        commit group waits for it even when an earlier wait of the iteration
+        already completed it (measured: bind_reads_written_manual's
+        ``wait_group<2>`` before the gemm after a ``wait_group<0>`` for the index)."""
+        gids = {r.index: self.groups.of[r.index] for r in rows if r.index in self.groups.of}
+        last_of = {g: pos for pos, r in enumerate(rows) for g in [gids.get(r.index)]
+                   if g is not None}
+        waited: Set[int] = set()
+        tr = self.tr
+        for pos, r in enumerate(rows):
+            it = self.logical(r, k)
+            need = self._need(r, it, drain, per_group, waited)
+            if need is not None:
+                self._wait(r, need, record)
+            accs = tr.row_accs(r, self.versions)
+            if record and r is self.first_row and accs and \
+                    _conflict(tr.pending, accs, tr.layout):
+                tr.sync("pre", self.li, note="before pipeline")
+            if record:
+                tr.access(accs, Event("stmt", r.section, self.li, row=r, stmt=r.stmt))
+            if r.index in gids:
+                g = gids[r.index]
+                nxt = rows[pos + 1] if pos + 1 < len(rows) else None
+                if nxt is None or gids.get(nxt.index) != g:
+                    if last_of[g] == pos:
+                        self.committed.append((g, it))
+                    if record:
+                        self.commits += 1
+                        tr.events.append(Event("commit", r.section, self.li))
+
+    def _need(self, r: Row, it: int, drain: bool, per_group: bool, waited: Set[int]
+              ) -> Optional[int]:
+        """The ``wait_group`` count the statement needs before it, or None."""
+        reads, _ = _rw(r.stmt, self.tr.shared)
+        need = None
+        for b in sorted(reads):
+            g = self.groups.writers.get(b)
+            if g is None:
+                continue
+            inst = (g, it)
+            if inst not in self.committed:
+                continue
+            if per_group:
+                if g in waited:
+                    continue
+                waited.add(g)
+            elif inst in self.complete:
+                continue
+            last = self.groups.position(self.committed[-1])
+            n = 0 if drain else max(0, last - self.groups.position(inst))
+            need = n if need is None else min(need, n)
+        return need
+
+    def _wait(self, r: Row, need: int, record: bool) -> None:
+        """``wait_group<need>``: every group but the last ``need`` is complete."""
+        last = self.groups.position(self.committed[-1])
+        for inst in self.committed:
+            if self.groups.position(inst) <= last - need:
+                self.complete.add(inst)
+        if record:
+            self.waits.append(need)
+            self.tr.events.append(Event("wait", r.section, self.li, n=need))
+            self.tr.sync(r.section, self.li, note="after wait")
+
+
+def _outstanding(events: Sequence[Event]) -> int:
+    """Groups the compiler counts as committed and not waited for at the end of a
+    prologue: its commits when it has no wait (a wait anywhere in it: 0)."""
+    if any(e.kind == "wait" for e in events):
+        return 0
+    return sum(1 for e in events if e.kind == "commit")
+
+
+def retained_groups(lr: LoopResult, env: Optional[Env]) -> int:
+    """The groups a pipelined loop may leave in flight (PipelinedRetainGroups):
+    the loop's pipeline depth minus one, where the depth is the ``num_stages``
+    written on the loop (beside a manual order/stage too), else the largest stage
+    plus one."""
+    ns: Optional[int] = None
+    if lr.loop.num_stages is not None and env is not None:
+        try:
+            ns = env.eval_int(lr.loop.num_stages)
+        except Exception:  # noqa: BLE001
+            ns = None
+    if ns is None:
+        stages = [s.stage for s in lr.statements if s.stage is not None]
+        ns = max(stages) + 1 if stages else None
+    return 1 if ns is None else max(0, ns - 1)
 
 
 def _trip(lr: LoopResult, env: Optional[Env]) -> Optional[int]:
@@ -598,9 +807,10 @@ def trace(kernel: Kernel, env: Optional[Env], loops: Sequence[LoopResult], targe
             not lr.warp_specialized else None
         if sched is not None:
             n0 = len(tr.events)
+            assert lr is not None  # a schedule comes from a loop result
             tr.pipelined(sched, li, layout.versions,
-                         rolled=sched.max_stage >= 2 and lr is not None
-                         and rolled_ends(kernel, lr, env))
+                         rolled=sched.max_stage >= 2 and rolled_ends(kernel, lr, env),
+                         retain=retained_groups(lr, env))
             region = tr.events[n0:]
             per_loop[li] = RegionSync(
                 prologue=_section_sync(region, PROLOGUE),
@@ -660,25 +870,31 @@ def _kernel_sync(kernel: Kernel, env: Env, loops: Sequence[LoopResult], target: 
     if t is None or t.kind != "cuda":
         return KernelSync(), tuple(RegionSync() for _ in loops)
     if warp_specialized:
-        count, waits, before = _ws_barriers(kernel, env, loops, True)
+        ws_sync = _ws_barriers(kernel, env, loops, True)
+        count, waits, before = ws_sync.barriers, ws_sync.waits, ws_sync.prelude
         shared = _shared_names(kernel)
         extra = 0
+
+        def pipeline(x: Stmt) -> bool:
+            return x.loop is not None and _is_pipeline(x.loop, loops)
+
         for s in kernel.body:
-            if s.loop is not None and s.loop.kind == "pipelined":
+            if pipeline(s):
                 break
-            if s.loop is None and any(x.loop is not None and x.loop.kind == "pipelined"
-                                      for x in walk_bodies(s.children)):
+            if s.loop is None and any(pipeline(x) for x in walk_bodies(s.children)):
                 # an inlined macro (or a guard) around the loop: what it writes
                 # inside the loop is not "before the loop"
                 break
             if _rw(s, shared)[1]:
                 extra = 1
-            if s.loop is not None and any(x.loop is not None and x.loop.kind == "pipelined"
-                                          for x in walk_bodies(s.loop.body)):
+            if s.loop is not None and any(pipeline(x) for x in walk_bodies(s.loop.body)):
                 extra = 1
         for s in kernel.body:
-            if s.loop is not None and s.loop.kind != "pipelined" and any(
-                    x.loop is not None and x.loop.kind == "pipelined" for x in walk_bodies(s.loop.body)):
+            # A pipeline inside another loop (serial, or a T.Pipelined without
+            # num_stages, which the compiler sees as a plain loop): a barrier at
+            # the top of the outer loop (measured: nested_outer_plain).
+            if s.loop is not None and not pipeline(s) and any(
+                    pipeline(x) for x in walk_bodies(s.loop.body)):
                 extra = 1
         # Another pipelined loop of the kernel keeps the cp.async pipeline; it runs in
         # the consumer branch, where ThreadSync's barriers are named barriers over the
@@ -699,7 +915,7 @@ def _kernel_sync(kernel: Kernel, env: Env, loops: Sequence[LoopResult], target: 
             if _is_ws_loop(lr) and not given:
                 lsyncs.append(RegionSync(
                     prologue=LoopSync(mbarrier_wait=before) if before else None,
-                    body=LoopSync(mbarrier_wait=waits)))
+                    body=LoopSync(mbarrier_wait=waits, cp_async_commit=ws_sync.commits)))
                 given = True
             elif lr in others:
                 lsyncs.append(RegionSync(prologue=consumer(tr_sync.prologue),
@@ -708,7 +924,8 @@ def _kernel_sync(kernel: Kernel, env: Env, loops: Sequence[LoopResult], target: 
             else:
                 lsyncs.append(RegionSync())
         return KernelSync(syncthreads=1 + extra, mbarriers=count,
-                          cp_async_commit=sum(1 for e in events if e.kind == "commit"),
+                          cp_async_commit=ws_sync.commits + sum(
+                              1 for e in events if e.kind == "commit"),
                           cp_async_wait=tuple(e.n for e in events if e.kind == "wait")), \
             tuple(lsyncs)
     events, lsyncs = trace(kernel, env, loops, target, False, pack)
@@ -792,7 +1009,7 @@ def _render(kernel: Kernel, lr: LoopResult, schedule: Optional[Schedule], target
         return ""
     layout = _Layout(kernel, env, None, versions)
     tr = _Tracer(kernel, layout)
-    tr.pipelined(sched, 0, versions)
+    tr.pipelined(sched, 0, versions, retain=retained_groups(lr, env))
     depth = sched.max_stage
     cur = None
     indent = ""

@@ -628,6 +628,12 @@ def _is_sync_call(env, node):
     return str(getattr(node.value.op, "name", "")) in SYNC_BUILTINS
 
 
+def _stored_buffers(env, stmt):
+    """Names of the buffer variables that ``BufferStore`` statements in ``stmt``
+    write."""
+    return {str(st.buffer.data.name) for st in env.preorder(stmt, env.tirx.BufferStore)}
+
+
 def pipeline_regions(env, funcs, loop, first, last, kernel_file, extra_lines=()):
     """(prologue statements, epilogue statements) of the pipelined loop whose emitted
     steady-state ``For`` is ``loop``.  InjectSoftwarePipeline puts the prologue right
@@ -679,7 +685,14 @@ def pipeline_regions(env, funcs, loop, first, last, kernel_file, extra_lines=())
         if kind(st) == "foreign":
             break
         before.insert(0, st)
-    while before and kind(before[0]) == "neutral":
+    # Statements without spans at the region's front are not the pipeline's (sync
+    # calls ThreadSync puts there for the code before it, an earlier loop rebuilt
+    # by warp specialization), except a lowered statement that stores into a
+    # buffer the steady-state loop stores into (a T.Parallel store's loop of
+    # the prologue, whose lowering drops the span).
+    filled = _stored_buffers(env, loop)
+    while before and kind(before[0]) == "neutral" and not (
+            _stored_buffers(env, before[0]) & filled):
         before.pop(0)
     after = []
     for st in seq[idx + 1:]:
