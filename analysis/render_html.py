@@ -376,17 +376,31 @@ def cuda_timeline(kr: KernelResult, li: int, target: str,
     pre = [m for e in evs if e.section == "pre" for m in [_event_mark(e, named)] if m is not None]
     if pre:
         columns.append(Column("before", "before", tuple(pre)))
+    # A loop starting at a run-time value: the prologue and the epilogue are
+    # guarded loops of max_stage iterations, traced (and drawn) once each.
+    rolled = max_stage >= 2 and sync_cuda.rolled_ends(kernel, lr, env)
+
+    def once(items: Tuple[object, ...]) -> Tuple[object, ...]:
+        return tuple(Cell(it.row, "j", it.colour) if isinstance(it, Cell) else it
+                     for it in items)
+
     for p, items in enumerate(steps(PROLOGUE)):
-        columns.append(Column(PROLOGUE, f"P{p}", cells(items, 0)))
+        columns.append(Column(PROLOGUE, "loop j" if rolled else f"P{p}",
+                              once(cells(items, 0)) if rolled else cells(items, 0)))
     body = steps(BODY)
     if body:
         for k in range(STEADY_SHOWN):
             columns.append(Column(BODY, f"k={k}", cells(body[0], k)))
     for e, items in enumerate(steps(EPILOGUE)):
-        columns.append(Column(EPILOGUE, f"E{e}", cells(items, n_diag)))
+        columns.append(Column(EPILOGUE, "loop j" if rolled else f"E{e}",
+                              once(cells(items, n_diag)) if rolled else cells(items, n_diag)))
     trip = _trip_text(kr, lr, env)
     caption = (f"drawn for n = {n_diag} iterations ({STEADY_SHOWN} of the steady state); "
                f"{trip}")
+    if rolled:
+        caption += (f"; the loop starts at a run-time value, so the prologue and the epilogue "
+                    f"are loops of {max_stage} iterations j (the epilogue's statements "
+                    f"guarded), each drawn once")
     if lr.sync is None:
         # The model claims no sync for this loop (tensor memory, user mbarriers, an
         # unknown stage, a kernel of another dialect): only the schedule is drawn.

@@ -293,6 +293,22 @@ def test_timeline_counts_equal_loop_sync_on_every_parity_fixture(target):
     assert n >= 40
 
 
+def test_rolled_prologue_and_epilogue(capsys):
+    """T.Pipelined(by, n, num_stages=3) starts at a run-time value: the compiler
+    emits the prologue and the epilogue as guarded loops (sync_cuda.rolled_ends,
+    measured), the prologue ending with wait_group<0> and a barrier, the
+    epilogue (the whole body) waiting with wait_group<0>: one column each."""
+    rc, page, _ = run(capsys, "explain", PARITY / "start_block_dependent.py", "--format", "html")
+    assert rc == 0
+    tl = [r for r in svgs(page) if r.get("class") == "timeline"][0]
+    cols = by_class(tl, "col")
+    assert [(c.get("data-section"), c.get("data-title")) for c in cols] == [
+        ("prologue", "loop j"), ("body", "k=0"), ("body", "k=1"), ("epilogue", "loop j")]
+    assert [n for _, n in _marks(cols[0], "wait")] == [0]
+    assert [n for _, n in _marks(cols[-1], "wait")] == [0]
+    assert "prologue and the epilogue are loops" in page
+
+
 def test_ascend_timeline_has_flag_waits(capsys):
     rc, page, _ = run(capsys, "explain", ASCEND, "--format", "html", "--target", "ascend")
     assert rc == 0
