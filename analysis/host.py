@@ -462,12 +462,17 @@ def _type_spanless(tp: Any, seen: Set[type]) -> bool:
         if tp in seen:  # a recursive type: its other fields decide
             return True
         seen.add(tp)
-        try:
-            hints = typing.get_type_hints(tp)
-        except Exception:  # an annotation that does not resolve
-            return False
+        hints = _HINTS.get(tp)
+        if hints is None:
+            try:
+                hints = _HINTS[tp] = typing.get_type_hints(tp)
+            except Exception:  # an annotation that does not resolve
+                return False
         return all(_type_spanless(hints.get(f.name, Any), seen) for f in dataclasses.fields(tp))
     return False
+
+
+_HINTS: Dict[type, Dict[str, Any]] = {}
 
 
 _ATOMS = frozenset({str, int, float, bool, type(None), complex, bytes})
