@@ -753,16 +753,20 @@ def solve(inp: SchedulerInput) -> Optional[Solution]:
 
 
 def _solve(inp: SchedulerInput) -> Optional[Solution]:
-    """The compiler's loop scheduler, re-run.
+    """The compiler's loop scheduler, re-run: a binary search for the
+    smallest II whose constraint program is satisfiable.
 
     The constraints are posted in the compiler's order, into a fresh context
     with the compiler's seed.  Z3's answer also depends on the ids it hands
     out to terms, and those are recycled as the Python wrappers die: the
     checks run with a resource limit, and a check that gives up ("unknown")
-    counts as infeasible.  So the lifetimes of the term-holding locals below
-    (the solver, the per-II variable lists, the best model so far) follow the
-    compiler's scheduler one for one; reordering them changes the answer for
-    some loops (measured: a 9-task vector loop got II 896 instead of 890)."""
+    counts as infeasible.  So the lifetimes of the term-holding objects (the
+    solver, the per-II variable lists, the last resource-order Bool, the best
+    model so far) follow the compiler's scheduler, whose locals they are, one
+    for one: ``live`` and ``best`` hold them as those locals would (an item
+    replaced when the compiler rebinds its local, never dropped earlier);
+    reordering them changes the answer for some loops (measured: a 9-task
+    vector loop got II 896 instead of 890)."""
     try:
         import z3
     except Exception:
@@ -773,71 +777,124 @@ def _solve(inp: SchedulerInput) -> Optional[Solution]:
     ctx = z3.Context()
     ii_lo = max(inp.iis)
     ii_hi = max(sum(inp.latencies), sum(inp.iis)) + 1
-    best_ii = ii_hi
-    best_model = None
-    best_starts: List[Any] = []  # z3 terms
-    best_ks: List[Any] = []
+    best: Dict[str, Any] = {"ii": ii_hi, "model": None}
+    live: Dict[str, Any] = {}  # the compiler's loop locals of the current II
     while ii_lo < ii_hi:
         ii = (ii_lo + ii_hi) // 2
-        solver = z3.Solver(ctx=ctx)
-        solver.set("random_seed", 42)
-        solver.set("rlimit", 1000000)
-        ks = [z3.Int(f"k_{i}", ctx) for i in range(n)]
-        rs = [z3.Int(f"r_{i}", ctx) for i in range(n)]
-        starts = [ks[i] * ii + rs[i] for i in range(n)]
-        for i in range(n):
-            solver.add(ks[i] >= 0)
-            solver.add(rs[i] >= 0)
-            solver.add(rs[i] < ii)
-        bufs = [z3.Int(f"buf_{i}", ctx) for i in range(len(inp.buffer_sizes))]
-        for i in range(len(inp.buffer_sizes)):
-            solver.add(bufs[i] >= 1)
-            solver.add(bufs[i] <= inp.num_stages)
-        for group in inp.memory_groups:
-            if len(group) > 1:
-                solver.add(z3.Sum([bufs[i] * inp.buffer_sizes[i] for i in group[1:]]) <= group[0])
-        for u, v, dist, latency in inp.data_deps:
-            if dist >= 0:
-                solver.add(starts[v] - starts[u] >= latency - ii * dist)
-            else:
-                solver.add(starts[v] - starts[u] >= latency - ii * bufs[-dist - 1])
-        for i, j in inp.resource_deps:
-            if i < j:
-                first = z3.Bool(f"O_{i}_{j}", ctx)
-                solver.add(z3.Implies(first, rs[j] - rs[i] >= inp.iis[i]))
-                solver.add(z3.Implies(first, rs[i] - rs[j] + ii >= inp.iis[j]))
-                solver.add(z3.Implies(z3.Not(first), rs[i] - rs[j] >= inp.iis[j]))
-                solver.add(z3.Implies(z3.Not(first), rs[j] - rs[i] + ii >= inp.iis[i]))
-        for bit in (1, 2, 4, 8, 16, 32, 64):
-            members = [i for i in range(n) if inp.resource_flags[i] & bit]
-            for x in range(len(members)):
-                for y in range(x + 1, len(members)):
-                    p, q = members[x], members[y]
-                    solver.add(starts[p] - starts[q] < ii)
-                    solver.add(starts[q] - starts[p] < ii)
-        if solver.check() == z3.sat:
-            best_ii = ii
-            best_model = solver.model()
-            best_starts = starts
-            best_ks = ks
-            best_bufs = bufs  # noqa: F841 - kept alive like the compiler's copy
+        _post_program(z3, ctx, inp, ii, live)
+        if live["solver"].check() == z3.sat:
+            best["ii"] = ii
+            best["model"] = live["solver"].model()
+            best["starts"] = live["starts"]
+            best["ks"] = live["ks"]
+            best["bufs"] = live["bufs"]  # kept alive like the compiler's copy
             ii_hi = ii
         else:
             ii_lo = ii + 1
-    if best_model is None:
-        times, t = [], 0
-        for latency in inp.latencies:
-            times.append(t)
-            t += latency
-        return tuple(times), (1,) * len(inp.buffer_sizes), max(sum(inp.latencies), 1)
-    k_min = min(best_model.evaluate(best_ks[i]).as_long() for i in range(n))
-    times = [best_model.evaluate(best_starts[i]).as_long() - k_min * best_ii for i in range(n)]
+    if best["model"] is None:
+        return _serial_schedule(inp)
+    return _read_model(inp, best["model"], best["starts"], best["ks"], best["ii"])
+
+
+def _post_program(z3: Any, ctx: Any, inp: SchedulerInput, ii: int, live: Dict[str, Any]) -> None:
+    """A new solver in ``live["solver"]`` holding the scheduler's program for
+    ``ii``, its terms created in the compiler's order."""
+    live["solver"] = z3.Solver(ctx=ctx)
+    live["solver"].set("random_seed", 42)
+    live["solver"].set("rlimit", 1000000)
+    _post_start_times(z3, ctx, inp, ii, live)
+    _post_buffers(z3, ctx, inp, live)
+    _post_data_deps(inp, ii, live)
+    _post_resources(z3, ctx, inp, ii, live)
+
+
+def _post_start_times(z3: Any, ctx: Any, inp: SchedulerInput, ii: int,
+                      live: Dict[str, Any]) -> None:
+    """start_i = k_i * II + r_i with k_i >= 0 and 0 <= r_i < II."""
+    n = len(inp.latencies)
+    solver = live["solver"]
+    live["ks"] = [z3.Int(f"k_{i}", ctx) for i in range(n)]
+    live["rs"] = [z3.Int(f"r_{i}", ctx) for i in range(n)]
+    ks, rs = live["ks"], live["rs"]
+    live["starts"] = [ks[i] * ii + rs[i] for i in range(n)]
+    for i in range(n):
+        solver.add(ks[i] >= 0)
+        solver.add(rs[i] >= 0)
+        solver.add(rs[i] < ii)
+
+
+def _post_buffers(z3: Any, ctx: Any, inp: SchedulerInput, live: Dict[str, Any]) -> None:
+    """A version variable per free buffer, 1..num_stages, and the memory
+    each scope has left for them."""
+    solver = live["solver"]
+    live["bufs"] = [z3.Int(f"buf_{i}", ctx) for i in range(len(inp.buffer_sizes))]
+    bufs = live["bufs"]
+    for i in range(len(inp.buffer_sizes)):
+        solver.add(bufs[i] >= 1)
+        solver.add(bufs[i] <= inp.num_stages)
+    for group in inp.memory_groups:
+        if len(group) > 1:
+            solver.add(z3.Sum([bufs[i] * inp.buffer_sizes[i] for i in group[1:]]) <= group[0])
+
+
+def _post_data_deps(inp: SchedulerInput, ii: int, live: Dict[str, Any]) -> None:
+    """start_v - start_u >= latency - II * distance (a negative distance names
+    the version variable of buffer -distance - 1)."""
+    solver, starts, bufs = live["solver"], live["starts"], live["bufs"]
+    for u, v, dist, latency in inp.data_deps:
+        if dist >= 0:
+            solver.add(starts[v] - starts[u] >= latency - ii * dist)
+        else:
+            solver.add(starts[v] - starts[u] >= latency - ii * bufs[-dist - 1])
+
+
+def _post_resources(z3: Any, ctx: Any, inp: SchedulerInput, ii: int,
+                    live: Dict[str, Any]) -> None:
+    """A modulo before/after choice per resource pair (``live["first"]`` is
+    the compiler's loop local, the last Bool outliving the loop), and every
+    pipe's tasks inside one II window."""
+    n = len(inp.latencies)
+    solver, rs, starts = live["solver"], live["rs"], live["starts"]
+    for i, j in inp.resource_deps:
+        if i < j:
+            live["first"] = z3.Bool(f"O_{i}_{j}", ctx)
+            first = live["first"]
+            solver.add(z3.Implies(first, rs[j] - rs[i] >= inp.iis[i]))
+            solver.add(z3.Implies(first, rs[i] - rs[j] + ii >= inp.iis[j]))
+            solver.add(z3.Implies(z3.Not(first), rs[i] - rs[j] >= inp.iis[j]))
+            solver.add(z3.Implies(z3.Not(first), rs[j] - rs[i] + ii >= inp.iis[i]))
+    for bit in (1, 2, 4, 8, 16, 32, 64):
+        members = [i for i in range(n) if inp.resource_flags[i] & bit]
+        for x in range(len(members)):
+            for y in range(x + 1, len(members)):
+                p, q = members[x], members[y]
+                solver.add(starts[p] - starts[q] < ii)
+                solver.add(starts[q] - starts[p] < ii)
+
+
+def _serial_schedule(inp: SchedulerInput) -> Solution:
+    """The compiler's answer when no II is feasible: the tasks one after the
+    other, every buffer single-versioned."""
+    times, t = [], 0
+    for latency in inp.latencies:
+        times.append(t)
+        t += latency
+    return tuple(times), (1,) * len(inp.buffer_sizes), max(sum(inp.latencies), 1)
+
+
+def _read_model(inp: SchedulerInput, model: Any, starts: List[Any], ks: List[Any],
+                ii: int) -> Solution:
+    """Start times (shifted so the earliest iteration index is 0) and the
+    versions of the free buffers recomputed from them, as the compiler does."""
+    n = len(inp.latencies)
+    k_min = min(model.evaluate(ks[i]).as_long() for i in range(n))
+    times = [model.evaluate(starts[i]).as_long() - k_min * ii for i in range(n)]
     versions = [1] * len(inp.buffer_sizes)
     for u, v, dist, latency in inp.data_deps:
         if dist < 0:
             b = -dist - 1
-            versions[b] = max(versions[b], math.ceil((latency + times[u] - times[v]) / best_ii))
-    return tuple(times), tuple(versions), best_ii
+            versions[b] = max(versions[b], math.ceil((latency + times[u] - times[v]) / ii))
+    return tuple(times), tuple(versions), ii
 
 
 def solve_now_or_later(inp: SchedulerInput) -> Tuple[Optional[Solution], str]:

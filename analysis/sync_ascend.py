@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, TypeVar, Union
 
 from .model import (
     Access,
@@ -989,37 +989,71 @@ class _PlanState:
 
 
 def plan_ascend(kernel: Kernel, env: Env, loops: Sequence[Loop] = ()) -> Optional[AscendPlan]:
+    """Every pipelined loop of the kernel's root list scheduled, the root
+    list ordered, the sync points InsertSync keeps, their flag ids and the
+    calls after RewriteFlagToBuf; None without a pipelined loop."""
     memory = buffer_memory(kernel)
     container, loop_stmts, outer_stmt, root_stmts, nest_note = _root_list(kernel, loops)
     if not loop_stmts:
         return None
-    annotated = annotated_versions(kernel, env)
     state = _PlanState()
-    outer: Optional[OuterUnit] = None
-    if outer_stmt is not None:
-        inner, inner_unseen = _list_nodes(container, loop_stmts, kernel, env, memory,
-                                          annotated, state)
-        outer = _plan_outer(outer_stmt, inner, kernel, env, memory, annotated, inner_unseen,
-                            state)
-        persistent = isinstance(outer.loop.iterator, Call) and \
-            outer.loop.iterator.func == "T.Persistent"
-        outer.var = "w" if persistent else outer.loop.var
-        nodes: List[Union[Task, LoopUnit, OuterUnit]] = []
-        unseen: List[str] = []
-        for s in root_stmts:
-            if s is outer_stmt:
-                nodes.append(outer)
-                continue
-            t = _task_or_unseen(s, memory, unseen)
-            if t is not None:
-                nodes.append(t)
-    else:
-        found, unseen = _list_nodes(container, loop_stmts, kernel, env, memory, annotated,
-                                    state)
-        nodes = list(found)
-    units = state.units
-    versions = state.versions
+    nodes, unseen, outer = _root_nodes(container, loop_stmts, outer_stmt, root_stmts, kernel,
+                                       env, memory, state)
     order, root_note, root_input, root_times = _root_order(nodes, kernel, env, memory, unseen)
+    tasks = _program_order(nodes, order)
+    points = _sync_points(state.units, outer, tasks, memory, state.versions)
+    allocations, cross_failed = _allocate(points, tasks)
+    calls = _materialize(points, allocations, tasks, {u.loop_id: u.extent for u in state.units},
+                         outer.extent if outer is not None else 1,
+                         outer.var if outer is not None else "")
+    calls, events, spilled, mutex_used = _rewrite_flag_to_buf(
+        calls, any(t.gemm_l1 for t in tasks))
+    first = state.units[0]
+    outer_note = outer.note if outer is not None else nest_note
+    result = _result(kernel, state, first.schedule, calls, allocations, events, spilled,
+                     mutex_used, [outer_note, root_note])
+    return AscendPlan(result, tasks, points, allocations, calls, first.loop, first.loop.var,
+                      first.extent, events, spilled, mutex_used, cross_failed,
+                      tuple(_in_alloc_order(state.ranges, kernel, lambda r: r[0])),
+                      first.schedule, first.source_order, state.units, root_note, root_input,
+                      root_times, outer)
+
+
+def _root_nodes(container: Sequence[Stmt], loop_stmts: Sequence[Stmt],
+                outer_stmt: Optional[Stmt], root_stmts: Sequence[Stmt], kernel: Kernel,
+                env: Env, memory: Dict[str, str], state: _PlanState
+                ) -> Tuple[List[Union[Task, LoopUnit, OuterUnit]], List[str], Optional[OuterUnit]]:
+    """The root list's nodes in source order (tasks, scheduled pipelined loops
+    and the serial loop around them as one node), the statements doing work
+    the model does not place, and the serial loop."""
+    annotated = annotated_versions(kernel, env)
+    if outer_stmt is None:
+        found, not_placed = _list_nodes(container, loop_stmts, kernel, env, memory, annotated,
+                                        state)
+        return list(found), not_placed, None
+    inner, inner_unseen = _list_nodes(container, loop_stmts, kernel, env, memory,
+                                      annotated, state)
+    outer = _plan_outer(outer_stmt, inner, kernel, env, memory, annotated, inner_unseen,
+                        state)
+    persistent = isinstance(outer.loop.iterator, Call) and \
+        outer.loop.iterator.func == "T.Persistent"
+    outer.var = "w" if persistent else outer.loop.var
+    nodes: List[Union[Task, LoopUnit, OuterUnit]] = []
+    unseen: List[str] = []
+    for s in root_stmts:
+        if s is outer_stmt:
+            nodes.append(outer)
+            continue
+        t = _task_or_unseen(s, memory, unseen)
+        if t is not None:
+            nodes.append(t)
+    return nodes, unseen, outer
+
+
+def _program_order(nodes: Sequence[Union[Task, LoopUnit, OuterUnit]], order: Sequence[int]
+                   ) -> List[Task]:
+    """Every task in program order (the root list's ``order``, each loop's
+    body in its scheduled order), numbered, with its region."""
     tasks: List[Task] = []
     seen_loop = False
     for i in order:
@@ -1033,82 +1067,90 @@ def plan_ascend(kernel: Kernel, env: Env, loops: Sequence[Loop] = ()) -> Optiona
         t.index = i
         if t.outer and t.region != "loop":
             t.region = "outer"
-    first = units[0]
+    return tasks
 
-    # -- loop level ---------------------------------------------------------
+
+def _sync_points(units: Sequence[LoopUnit], outer: Optional[OuterUnit], tasks: List[Task],
+                 memory: Dict[str, str], versions: Dict[str, int]) -> List[SyncPoint]:
+    """The sync points InsertSync keeps: each pipelined loop's, then the
+    serial loop's (pruned by what the loops already order), then the root
+    list's (pruned by every level's same-iteration order)."""
     points: List[SyncPoint] = []
     closures: List[Closure] = []
     for u in units:
-        loop_points = _collect(u.body, memory, u.tainted, versions, "loop")
-        max_distance = max([1] + [p.distance for p in loop_points])
-        closure = Closure()
-        _same_pipe_edges(closure, u.body, max_distance)
-        emitted = _optimise(loop_points, closure, max_distance)
-        _optimise_versions(emitted, closure, u.extent)
+        emitted, closure = _level_points(u.body, memory, u.tainted, versions, "loop",
+                                         u.extent, [])
         points.extend(emitted)
         closures.append(closure)
-    # -- the serial loop around them ------------------------------------------
     if outer is not None:
-        body = [t for t in tasks if t.outer]
-        outer_points = _collect(body, memory, outer.tainted, versions, "outer")
-        max_distance = max([1] + [p.distance for p in outer_points])
-        closure = Closure()
-        for c in closures:
-            for e in c.edges():
-                if e[2] == 0:
-                    closure.saturate(e, max_distance)
-        _same_pipe_edges(closure, body, max_distance)
-        emitted = _optimise(outer_points, closure, max_distance)
-        _optimise_versions(emitted, closure, outer.extent)
+        emitted, closure = _level_points([t for t in tasks if t.outer], memory, outer.tainted,
+                                         versions, "outer", outer.extent, list(closures))
         points.extend(emitted)
         closures.append(closure)
-    # -- root level ---------------------------------------------------------
-    root_points = _collect_root(tasks, memory)
     root_closure = Closure()
     for closure in closures:
         for e in closure.edges():
             if e[2] == 0:
                 root_closure.saturate(e, 0)
     _same_pipe_edges(root_closure, tasks, 0)
-    points.extend(_optimise(root_points, root_closure, 0))
+    points.extend(_optimise(_collect_root(tasks, memory), root_closure, 0))
+    return points
 
-    # -- flag allocation ----------------------------------------------------
-    extents = {u.loop_id: u.extent for u in units}
-    allocations, cross_failed = _allocate(points, tasks)
-    calls = _materialize(points, allocations, tasks, extents,
-                         outer.extent if outer is not None else 1,
-                         outer.var if outer is not None else "")
-    gemm_l1 = any(t.gemm_l1 for t in tasks)
-    calls, events, spilled, mutex_used = _rewrite_flag_to_buf(calls, gemm_l1)
+
+def _level_points(body: List[Task], memory: Dict[str, str], tainted: Set[str],
+                  versions: Dict[str, int], level: str, extent: int, inner: Sequence[Closure]
+                  ) -> Tuple[List[SyncPoint], Closure]:
+    """The kept sync points of one loop level (``body`` in program order) and
+    the closure of the order they and the issue order give; ``inner``: the
+    closures of the loops inside it (their same-iteration order holds here)."""
+    collected = _collect(body, memory, tainted, versions, level)
+    max_distance = max([1] + [p.distance for p in collected])
+    closure = Closure()
+    for c in inner:
+        for e in c.edges():
+            if e[2] == 0:
+                closure.saturate(e, max_distance)
+    _same_pipe_edges(closure, body, max_distance)
+    emitted = _optimise(collected, closure, max_distance)
+    _optimise_versions(emitted, closure, extent)
+    return emitted, closure
+
+
+_X = TypeVar("_X")
+
+
+def _in_alloc_order(items: Sequence[_X], kernel: Kernel, name: Callable[[_X], str]) -> List[_X]:
+    """``items`` sorted by their buffer's allocation order (unknown ones last)."""
+    alloc_order = [a.name for a in kernel.allocs]
+    return sorted(items, key=lambda x: alloc_order.index(name(x))
+                  if name(x) in alloc_order else len(alloc_order))
+
+
+def _result(kernel: Kernel, state: _PlanState, schedule: AscendSchedule,
+            calls: List[SyncCall], allocations: List[Allocation],
+            events: Dict[str, Tuple[int, bool]], spilled: List[Tuple[str, int, int, int]],
+            mutex_used: int, notes: Sequence[str]) -> AscendResult:
+    """The kernel's AscendResult; ``notes``: why the serial loop's and the
+    root list's orders are not the compiler's ("" when they are)."""
     barriers = tuple(sorted({c.pipes[0] for c in calls if c.name == "barrier"}))
     cross: Set[int] = set()
     for a in allocations:
         if a.domain == "Cube-Vector":
             cross.update(range(a.base, a.base + a.num_versions))
-    alloc_order = [a.name for a in kernel.allocs]
-    loop_bufs = sorted(state.loop_bufs, key=lambda b: alloc_order.index(b)
-                       if b in alloc_order else len(alloc_order))
-    ranges = sorted(state.ranges, key=lambda r: alloc_order.index(r[0])
-                    if r[0] in alloc_order else len(alloc_order))
-    schedule = first.schedule
-    outer_note = outer.note if outer is not None else nest_note
-    notes = [n for n in (schedule.reason, outer_note, root_note) if n]
-    result = AscendResult(
-        versions=tuple((b, versions[b]) for b in loop_bufs),
+    loop_bufs = _in_alloc_order(state.loop_bufs, kernel, lambda b: b)
+    said = [n for n in (schedule.reason, *notes) if n]
+    return AscendResult(
+        versions=tuple((b, state.versions[b]) for b in loop_bufs),
         versions_exact=state.exact,
         hard_events=tuple((ev, n, sp) for ev, (n, sp) in events.items()),
         spills=tuple(spilled),
         pipe_barriers=barriers,
         cross_core_slots=len(cross),
         mutex_ids=mutex_used,
-        schedule_exact=schedule.exact and not root_note and not outer_note,
-        schedule_note="; ".join(notes),
+        schedule_exact=schedule.exact and not any(notes),
+        schedule_note="; ".join(said),
         ii=schedule.ii if schedule.exact else None,
     )
-    return AscendPlan(result, tasks, points, allocations, calls, first.loop, first.loop.var,
-                      first.extent, events, spilled, mutex_used, cross_failed, tuple(ranges),
-                      schedule, first.source_order, units, root_note, root_input, root_times,
-                      outer)
 
 
 def _collect(body: List[Task], memory: Dict[str, str], tainted: Set[str],
@@ -1293,60 +1335,79 @@ def _materialize(points: List[SyncPoint], allocations: List[Allocation],
     the serial loop counts the flattened iteration (outer * trip + inner)."""
     before: Dict[int, List[SyncCall]] = {}
     after: Dict[int, List[SyncCall]] = {}
-
-    def where(t: Task) -> str:
-        return t.region
-
-    def guard(p: SyncPoint, site: Tuple[int, bool]) -> str:
-        t = tasks[site[0]]
-        if p.level == "root" and t.region in ("loop", "outer") or \
-                p.level == "outer" and t.region == "loop":
-            return "first" if site[1] else "last"
-        return ""
-
     for p in points:
-        s, d = tasks[p.src[0]], tasks[p.dst[0]]
-        vers = p.num_versions if p.level in ("loop", "outer") else 1
-        ext = (extents.get(s.loop_id, 1) if p.level == "loop"
-               else outer_extent if p.level == "outer" else 1)
-        flat = ""
-        if p.level == "loop" and s.outer:
-            inner = ext
-            ext = inner * outer_extent
-            if vers > 1 and inner % vers:
-                flat = f"(({outer_var} * {inner}) + {{var}})"
-        if not _is_cross(p, tasks) and s.pipe == d.pipe:
-            if s.pipe in _IMPLICIT_ORDER:
-                continue
-            before.setdefault(d.index, []).insert(0, SyncCall(
-                "barrier", d.core, (s.pipe,), 0, 1, where(d), guard(p, p.dst), task=d.index, extent=ext, flat=flat, level=p.level))
-            continue
-        ev = hard_event(s.pipe, d.pipe)
-        pp, cp = ev.split("_", 1)
-        if _is_cross(p, tasks):
-            if s.core == AIV:
-                after.setdefault(s.index, []).append(SyncCall(
-                    "intra_arrive", s.core, (pp,), p.base, vers, where(s), guard(p, p.src),
-                    task=s.index, after=True, extent=ext, flat=flat, level=p.level))
-                for sid in range(NUM_AIV_SUBCORES):
-                    before.setdefault(d.index, []).insert(0, SyncCall(
-                        "intra_wait", d.core, (cp,), p.base + 16 * sid, vers, where(d),
-                        guard(p, p.dst), task=d.index, extent=ext, flat=flat, level=p.level))
-            else:
-                for sid in range(NUM_AIV_SUBCORES):
-                    after.setdefault(s.index, []).append(SyncCall(
-                        "intra_arrive", s.core, (pp,), p.base + 16 * sid, vers, where(s),
-                        guard(p, p.src), task=s.index, after=True, extent=ext, flat=flat, level=p.level))
-                before.setdefault(d.index, []).insert(0, SyncCall(
-                    "intra_wait", d.core, (cp,), p.base, vers, where(d), guard(p, p.dst),
-                    task=d.index, extent=ext, flat=flat, level=p.level))
-            continue
-        after.setdefault(s.index, []).append(SyncCall(
-            "notify", s.core, (pp, cp), p.base, vers, where(s), guard(p, p.src),
-            task=s.index, after=True, extent=ext, flat=flat, level=p.level))
-        before.setdefault(d.index, []).insert(0, SyncCall(
-            "wait", d.core, (pp, cp), p.base, vers, where(d), guard(p, p.dst), task=d.index, extent=ext, flat=flat, level=p.level))
+        _point_calls(p, tasks, extents, outer_extent, outer_var, before, after)
+    prefix, suffix = _prime_and_drain(points, allocations, tasks)
+    out: List[SyncCall] = list(prefix)
+    for t in tasks:
+        for c in before.get(t.index, []) + after.get(t.index, []):
+            out.append(replace(c, loop_id=t.loop_id))
+    out.extend(suffix)
+    return out
 
+
+def _guard(p: SyncPoint, site: Tuple[int, bool], tasks: List[Task]) -> str:
+    """A point of an outer level next to a task of an inner loop runs in that
+    loop's first (wait) or last (notify) iteration only."""
+    t = tasks[site[0]]
+    if p.level == "root" and t.region in ("loop", "outer") or \
+            p.level == "outer" and t.region == "loop":
+        return "first" if site[1] else "last"
+    return ""
+
+
+def _point_calls(p: SyncPoint, tasks: List[Task], extents: Dict[int, int], outer_extent: int,
+                 outer_var: str, before: Dict[int, List[SyncCall]],
+                 after: Dict[int, List[SyncCall]]) -> None:
+    """Add the calls of one sync point: those before its consumer task to
+    ``before`` (prepended, so the tightest point ends up nearest) and those
+    after its producer to ``after``."""
+    s, d = tasks[p.src[0]], tasks[p.dst[0]]
+    vers = p.num_versions if p.level in ("loop", "outer") else 1
+    ext = (extents.get(s.loop_id, 1) if p.level == "loop"
+           else outer_extent if p.level == "outer" else 1)
+    flat = ""
+    if p.level == "loop" and s.outer:
+        inner = ext
+        ext = inner * outer_extent
+        if vers > 1 and inner % vers:
+            flat = f"(({outer_var} * {inner}) + {{var}})"
+    src_guard, dst_guard = _guard(p, p.src, tasks), _guard(p, p.dst, tasks)
+
+    def wait(name: str, pipes: Tuple[str, ...], base: int) -> None:
+        before.setdefault(d.index, []).insert(0, SyncCall(
+            name, d.core, pipes, base, vers, d.region, dst_guard, task=d.index, extent=ext,
+            flat=flat, level=p.level))
+
+    def notify(name: str, pipes: Tuple[str, ...], base: int) -> None:
+        after.setdefault(s.index, []).append(SyncCall(
+            name, s.core, pipes, base, vers, s.region, src_guard, task=s.index, after=True,
+            extent=ext, flat=flat, level=p.level))
+
+    if not _is_cross(p, tasks) and s.pipe == d.pipe:
+        if s.pipe not in _IMPLICIT_ORDER:
+            wait("barrier", (s.pipe,), 0)
+        return
+    pp, cp = hard_event(s.pipe, d.pipe).split("_", 1)
+    if not _is_cross(p, tasks):
+        notify("notify", (pp, cp), p.base)
+        wait("wait", (pp, cp), p.base)
+        return
+    # Cross-core: the cube side addresses one flag per vector core (id + 16).
+    if s.core == AIV:
+        notify("intra_arrive", (pp,), p.base)
+        for sid in range(NUM_AIV_SUBCORES):
+            wait("intra_wait", (cp,), p.base + 16 * sid)
+    else:
+        for sid in range(NUM_AIV_SUBCORES):
+            notify("intra_arrive", (pp,), p.base + 16 * sid)
+        wait("intra_wait", (cp,), p.base)
+
+
+def _prime_and_drain(points: List[SyncPoint], allocations: List[Allocation],
+                     tasks: List[Task]) -> Tuple[List[SyncCall], List[SyncCall]]:
+    """Every id of a loop-carried flag is notified once at kernel entry
+    (prime) and waited once at exit (drain)."""
     prefix: List[SyncCall] = []
     suffix: List[SyncCall] = []
     for a in allocations:
@@ -1354,33 +1415,20 @@ def _materialize(points: List[SyncPoint], allocations: List[Allocation],
             continue
         p = points[a.points[0]]
         s, d = tasks[p.src[0]], tasks[p.dst[0]]
-        ev = hard_event(s.pipe, d.pipe)
-        pp, cp = ev.split("_", 1)
+        pp, cp = hard_event(s.pipe, d.pipe).split("_", 1)
+        ids = range(a.base, a.base + a.num_versions)
+        both = [i + 16 * sid for sid in range(NUM_AIV_SUBCORES) for i in ids]
         if not _is_cross(p, tasks):
-            for v in range(a.num_versions):
-                prefix.append(SyncCall("notify", s.core, (pp, cp), a.base + v, 1, "prefix"))
-                suffix.append(SyncCall("wait", s.core, (pp, cp), a.base + v, 1, "suffix"))
-            continue
-        if s.core == AIV:
-            for v in range(a.num_versions):
-                prefix.append(SyncCall("intra_arrive", AIV, (pp,), a.base + v, 1, "prefix"))
-            for sid in range(NUM_AIV_SUBCORES):
-                for v in range(a.num_versions):
-                    suffix.append(SyncCall("intra_wait", AIC, (cp,), a.base + 16 * sid + v, 1,
-                                           "suffix"))
+            for i in ids:
+                prefix.append(SyncCall("notify", s.core, (pp, cp), i, 1, "prefix"))
+                suffix.append(SyncCall("wait", s.core, (pp, cp), i, 1, "suffix"))
+        elif s.core == AIV:
+            prefix.extend(SyncCall("intra_arrive", AIV, (pp,), i, 1, "prefix") for i in ids)
+            suffix.extend(SyncCall("intra_wait", AIC, (cp,), i, 1, "suffix") for i in both)
         else:
-            for sid in range(NUM_AIV_SUBCORES):
-                for v in range(a.num_versions):
-                    prefix.append(SyncCall("intra_arrive", AIC, (pp,), a.base + 16 * sid + v, 1,
-                                           "prefix"))
-            for v in range(a.num_versions):
-                suffix.append(SyncCall("intra_wait", AIV, (cp,), a.base + v, 1, "suffix"))
-    out: List[SyncCall] = list(prefix)
-    for t in tasks:
-        for c in before.get(t.index, []) + after.get(t.index, []):
-            out.append(replace(c, loop_id=t.loop_id))
-    out.extend(suffix)
-    return out
+            prefix.extend(SyncCall("intra_arrive", AIC, (pp,), i, 1, "prefix") for i in both)
+            suffix.extend(SyncCall("intra_wait", AIV, (cp,), i, 1, "suffix") for i in ids)
+    return prefix, suffix
 
 
 def _knapsack_keep(blocks: List[Tuple[int, int]]) -> List[bool]:
@@ -1574,82 +1622,91 @@ def render_ascend_preview(kernel: Kernel, env: Env, loops: Sequence[Loop] = (),
         plan = plan_ascend(kernel, env, loops)
     if plan is None:
         return ""
-    loop_of = {u.loop_id: (u.loop.var, u.extent) for u in plan.units}
     lines: List[str] = []
-    outer = plan.outer
-
-    def nest(obj: Union[SyncCall, Task]) -> List[object]:
-        t = obj if isinstance(obj, Task) else (
-            plan.tasks[obj.task] if obj.task >= 0 else None)
-        if t is None:
-            return []
-        where = obj.region if isinstance(obj, Task) else obj.where
-        out: List[object] = ["O"] if t.outer and outer is not None else []
-        if where == "loop":
-            out.append(t.loop_id)
-        return out
-
-    def head(level: object) -> Tuple[str, int]:
-        if level == "O" and outer is not None:
-            return outer.var, outer.extent
-        return loop_of.get(level if isinstance(level, int) else -1,
-                           (plan.loop_var, plan.extent))
-
     cores = [c for c in (AIC, AIV) if any(t.core == c for t in plan.tasks)]
     for core in cores:
         if len(cores) > 1:
             lines.append(f"// {core}")
-        calls = [c for c in plan.calls if c.core == core]
-        items: List[Union[SyncCall, Task]] = [c for c in calls if c.task < 0
-                                              and c.where == "prefix"]
-        for t in plan.tasks:
-            if t.core != core:
-                continue
-            items.extend(c for c in calls if c.task == t.index and not c.after)
-            items.append(t)
-            items.extend(c for c in calls if c.task == t.index and c.after)
-        items.extend(c for c in calls if c.task < 0 and c.where != "prefix")
         stack: List[object] = []  # "O" (the serial loop) and/or an inner loop id
-        for obj in items:
-            want = nest(obj)
-            keep = 0
-            while keep < min(len(stack), len(want)) and stack[keep] == want[keep]:
-                keep += 1
-            while len(stack) > keep:
-                stack.pop()
-                lines.append("  " * len(stack) + "}")
-            while len(stack) < len(want):
-                v, e = head(want[len(stack)])
-                lines.append("  " * len(stack) + f"for (int32_t {v} = 0; {v} < {e}; ++{v}) {{")
-                stack.append(want[len(stack)])
-            ind = "  " * len(stack)
-            var, ext = head(stack[-1]) if stack else (plan.loop_var, plan.extent)
-            if isinstance(obj, Task):
-                t = obj
-                label = t.stmt.label if len(t.stmt.label) <= 60 else t.stmt.label[:59] + "…"
-                lines.append(f"{ind}// {t.pipe}: {label}  (line {t.stmt.span.line})")
-                continue
-            c = obj
-            text = render_call(c, var, ext)
-            if c.guard:
-                # A root-level point's guard holds on every enclosing loop's
-                # first/last iteration, a serial loop's point on the inner loop's.
-                levels = stack if c.level == "root" else stack[-1:]
-                conds = []
-                for lv in levels:
-                    v, e = head(lv)
-                    conds.append(f"{v} == 0" if c.guard == "first" else f"{v} == {e - 1}")
-                lines.append(f"{ind}if ({' && '.join(conds)}) {{")
-                for ln in text.splitlines():
-                    lines.append(f"{ind}  {ln}")
-                lines.append(f"{ind}}}")
-            else:
-                for ln in text.splitlines():
-                    lines.append(ind + ln)
-        while stack:
-            stack.pop()
-            lines.append("  " * len(stack) + "}")
+        for obj in _core_items(plan, core):
+            _enter(lines, stack, _nest(plan, obj), plan)
+            _render_item(lines, stack, obj, plan)
+        _enter(lines, stack, [], plan)
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _core_items(plan: AscendPlan, core: str) -> List[Union[SyncCall, Task]]:
+    """One core's calls and tasks in program order: priming, each task
+    between the waits before it and the notifies after it, draining."""
+    calls = [c for c in plan.calls if c.core == core]
+    items: List[Union[SyncCall, Task]] = [c for c in calls if c.task < 0 and c.where == "prefix"]
+    for t in plan.tasks:
+        if t.core != core:
+            continue
+        items.extend(c for c in calls if c.task == t.index and not c.after)
+        items.append(t)
+        items.extend(c for c in calls if c.task == t.index and c.after)
+    items.extend(c for c in calls if c.task < 0 and c.where != "prefix")
+    return items
+
+
+def _nest(plan: AscendPlan, obj: Union[SyncCall, Task]) -> List[object]:
+    """The loops around a task or call, outermost first: "O" for the serial
+    loop, an inner loop's id ([] at the kernel's top level)."""
+    t = obj if isinstance(obj, Task) else (plan.tasks[obj.task] if obj.task >= 0 else None)
+    if t is None:
+        return []
+    where = obj.region if isinstance(obj, Task) else obj.where
+    out: List[object] = ["O"] if t.outer and plan.outer is not None else []
+    if where == "loop":
+        out.append(t.loop_id)
+    return out
+
+
+def _loop_head(plan: AscendPlan, level: object) -> Tuple[str, int]:
+    """(variable, trip count) of a level of :func:`_nest`."""
+    if level == "O" and plan.outer is not None:
+        return plan.outer.var, plan.outer.extent
+    loop_of = {u.loop_id: (u.loop.var, u.extent) for u in plan.units}
+    return loop_of.get(level if isinstance(level, int) else -1, (plan.loop_var, plan.extent))
+
+
+def _enter(lines: List[str], stack: List[object], want: List[object], plan: AscendPlan) -> None:
+    """Close the loops of ``stack`` that ``want`` leaves and open the ones it adds."""
+    keep = 0
+    while keep < min(len(stack), len(want)) and stack[keep] == want[keep]:
+        keep += 1
+    while len(stack) > keep:
+        stack.pop()
+        lines.append("  " * len(stack) + "}")
+    while len(stack) < len(want):
+        v, e = _loop_head(plan, want[len(stack)])
+        lines.append("  " * len(stack) + f"for (int32_t {v} = 0; {v} < {e}; ++{v}) {{")
+        stack.append(want[len(stack)])
+
+
+def _render_item(lines: List[str], stack: List[object], obj: Union[SyncCall, Task],
+                 plan: AscendPlan) -> None:
+    """A task as a comment, or a call (inside ``if`` when it is guarded: a
+    root-level point's guard holds on every enclosing loop's first/last
+    iteration, a serial loop's point on the inner loop's)."""
+    ind = "  " * len(stack)
+    if isinstance(obj, Task):
+        label = obj.stmt.label if len(obj.stmt.label) <= 60 else obj.stmt.label[:59] + "…"
+        lines.append(f"{ind}// {obj.pipe}: {label}  (line {obj.stmt.span.line})")
+        return
+    var, ext = _loop_head(plan, stack[-1]) if stack else (plan.loop_var, plan.extent)
+    text = render_call(obj, var, ext)
+    if not obj.guard:
+        lines.extend(ind + ln for ln in text.splitlines())
+        return
+    conds = []
+    for lv in (stack if obj.level == "root" else stack[-1:]):
+        v, e = _loop_head(plan, lv)
+        conds.append(f"{v} == 0" if obj.guard == "first" else f"{v} == {e - 1}")
+    lines.append(f"{ind}if ({' && '.join(conds)}) {{")
+    lines.extend(f"{ind}  {ln}" for ln in text.splitlines())
+    lines.append(f"{ind}}}")
 
 
 def call_sequence(plan: AscendPlan) -> List[Tuple[str, str, Tuple[str, ...], Tuple[int, ...]]]:
