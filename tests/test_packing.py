@@ -71,6 +71,12 @@ EXPECTED = [
     ("bind_reads_written_manual.py", "sm_90", None, 33792,
      {"Idx_shared": 0, "A_shared": 1024, "B_shared": 17408}, 0),
     ("static_shared_scope.py", "sm_90", None, 0, {}, 16416),
+    # run-time start: the prologue is one loop statement, buffers go by size
+    ("start_block_dependent_wide_b.py", "sm_80", None, 36864,
+     {"B_shared": 0, "A_shared": 24576}, 0),
+    # the T.Parallel copy's A_shared is filled by the producer branch
+    ("long_store_rhs.py", "sm_90", "long_store_scaled", 32768,
+     {"A_shared": 0, "B_shared": 16384}, 32),
 ]
 
 

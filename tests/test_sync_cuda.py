@@ -48,6 +48,17 @@ EXPECTED = [
     ("start_stop.py", "sm_90", None, 256, 2, 0, (), 4, None),
     ("outer_serial.py", "sm_90", None, 256, 2, 0, (), 4, None),
     ("manual_stage_002.py", "sm_90", None, 128, 4, 3, (2, 1, 0), 0, 2),
+    # indexed (T.Parallel store) against pointer (cp.async) accesses: a barrier
+    ("long_store_rhs.py", "sm_80", "long_store_scaled", 128, 5, 2, (1, 0), 0, 3),
+    ("long_store_rhs.py", "sm_80", "multiline_store_cast", 128, 5, 2, (1, 0), 0, 3),
+    # warp-specialized SIMT producer: one cp.async commit, no barrier merging
+    ("long_store_rhs.py", "sm_90", "long_store_scaled", 256, 1, 1, (), 4, None),
+    # a non-TMA copy is a consumer: the TMA barriers stay merged
+    ("bind_reads_written_buffer.py", "sm_90", None, 256, 1, 0, (), 4, None),
+    # the WS loop inside a T.Pipelined(n) without num_stages (a plain loop)
+    ("nested_outer_plain.py", "sm_80", None, 128, 3, 2, (1, 0), 0, 2),
+    ("nested_outer_plain.py", "sm_90", None, 256, 2, 0, (), 4, None),
+    ("start_block_dependent_wide_b.py", "sm_80", None, 128, 5, 3, (0, 2, 0), 0, 2),
 ]
 
 
