@@ -896,80 +896,117 @@ def kernel_inputs(index: _Index, own: int, kernel: Kernel,
     that needs a name it assigns, and ends with every needed name read): a
     chunk none of whose keys (:func:`footprint`) is among them cannot change
     the result, wherever it is added or removed."""
-    _own_text, own_start, own_model = index.chunks[own]
-    starts = [n for n in (kernel.name, kernel.factory, kernel.class_name) if n]
-    need: Set[str] = set(_names_cached(own_model))
-    need.update(starts)
-    other: Set[int] = set()
-    frames: Set[Optional[str]] = set()
-    done: Set[str] = set()
-    own_calls = False
-    # Call sites are followed for the kernel itself, the functions and classes
-    # its chunk names, and (through them) the functions that call them.
-    callees: List[str] = list(starts) + [n for n in need if n in index.owners]
-    searched: Set[str] = set()
-    while True:
-        todo = need - done
-        if not todo and len(searched) == len(set(callees)):
-            break
-        for n in todo:
-            done.add(n)
+    walk = _InputWalk(index, own, kernel)
+    walk.run()
+    if reads is not None:
+        walk.report(reads)
+    return walk.result()
+
+
+class _InputWalk:
+    """The fixpoint behind :func:`kernel_inputs`: names needed, the chunks
+    and call sites they lead to, and the calling functions' statements."""
+
+    def __init__(self, index: _Index, own: int, kernel: Kernel) -> None:
+        self.index = index
+        self.own = own
+        own_model = index.chunks[own][2]
+        starts = [n for n in (kernel.name, kernel.factory, kernel.class_name) if n]
+        self.need: Set[str] = set(_names_cached(own_model))
+        self.need.update(starts)
+        self.other: Set[int] = set()
+        self.frames: Set[Optional[str]] = set()
+        self.done: Set[str] = set()
+        self.own_calls = False
+        # Call sites are followed for the kernel itself, the functions and
+        # classes its chunk names, and (through them) the functions that call them.
+        self.callees: List[str] = list(starts) + [n for n in self.need if n in index.owners]
+        self.searched: Set[str] = set()
+
+    def _all_searched(self) -> bool:
+        return len(self.searched) == len(set(self.callees))
+
+    def run(self) -> None:
+        while True:
+            if not (self.need - self.done) and self._all_searched():
+                break
+            self._follow_names()
+            grew_frames = self._follow_calls()
+            before = len(self.need)
+            self._follow_frames(grew_frames)
+            if len(self.need) == before and not (self.need - self.done) and \
+                    self._all_searched():
+                break
+
+    def _follow_names(self) -> None:
+        index = self.index
+        for n in self.need - self.done:
+            self.done.add(n)
             for i in index.owners.get(n, ()):
-                if i != own:
-                    other.add(i)
+                if i != self.own:
+                    self.other.add(i)
             for d in index.defs.get(n, ()):
-                need |= _names_cached(d)
+                self.need |= _names_cached(d)
             for e in index.consts.get(n, ()):
-                need |= _names_cached(e)
-            if n in index.classes and n not in searched:
-                callees.append(n)
+                self.need |= _names_cached(e)
+            if n in index.classes and n not in self.searched:
+                self.callees.append(n)
+
+    def _follow_calls(self) -> bool:
+        """Every call site of the callees found so far; True when a new
+        calling function (frame) was found."""
         grew_frames = False
-        while len(searched) < len(set(callees)):
-            for n in [c for c in callees if c not in searched]:
-                searched.add(n)
-                for i, c in index.calls.get(n, ()):
-                    if i == own:
-                        own_calls = True
+        while not self._all_searched():
+            for n in [c for c in self.callees if c not in self.searched]:
+                self.searched.add(n)
+                for i, c in self.index.calls.get(n, ()):
+                    if i == self.own:
+                        self.own_calls = True
                     else:
-                        other.add(i)
-                    need |= index.call_names(c)
-                    if c.enclosing_class and c.enclosing_class not in searched:
-                        callees.append(c.enclosing_class)
-                    if c.enclosing not in frames:
-                        frames.add(c.enclosing)
+                        self.other.add(i)
+                    self.need |= self.index.call_names(c)
+                    if c.enclosing_class and c.enclosing_class not in self.searched:
+                        self.callees.append(c.enclosing_class)
+                    if c.enclosing not in self.frames:
+                        self.frames.add(c.enclosing)
                         grew_frames = True
-                        if c.enclosing is not None and c.enclosing not in searched:
+                        if c.enclosing is not None and c.enclosing not in self.searched:
                             # Followed through its call sites and the statements
                             # before the call; not called, so its name is not read.
-                            callees.append(c.enclosing)
-        # A calling function: only the statements that compute what it passes.
-        before = len(need)
-        for f in frames:
+                            self.callees.append(c.enclosing)
+        return grew_frames
+
+    def _follow_frames(self, grew_frames: bool) -> None:
+        """A calling function: only the statements that compute what it passes."""
+        index = self.index
+        for f in self.frames:
             if f is None:
-                need |= _frame_closure(index, None, need)
-                other.update(index.relevant_toplevel(need))
+                self.need |= _frame_closure(index, None, self.need)
+                self.other.update(index.relevant_toplevel(self.need))
             else:
                 for i in index.owners.get(f, ()):
-                    if i != own:
-                        other.add(i)
+                    if i != self.own:
+                        self.other.add(i)
                 for d in index.defs.get(f, ()):
-                    need |= _frame_closure(index, d, need)
-        if frames and grew_frames:
-            other.update(index.argparse)
-        if len(need) == before and not (need - done) and \
-                len(searched) == len(set(callees)):
-            break
-    if reads is not None:
-        reads.update(done, searched, (f for f in frames if f is not None))
-        if None in frames:
+                    self.need |= _frame_closure(index, d, self.need)
+        if self.frames and grew_frames:
+            self.other.update(index.argparse)
+
+    def report(self, reads: Set[str]) -> None:
+        reads.update(self.done, self.searched, (f for f in self.frames if f is not None))
+        if None in self.frames:
             reads.add("<top-flow>")
-        if frames:
+        if self.frames:
             reads.add("<argparse>")
-    consts = tuple((n, tuple(Place(*index.chunks[i][:2]) for i in index.const_chunks[n]))
-                   for n in sorted(need) if n in index.const_chunks)
-    chunks = tuple(Place(*index.chunks[i][:2]) for i in sorted(other))
-    return (consts, chunks, index.imports,
-            Place(_own_text, own_start) if own_calls else None)
+
+    def result(self) -> Tuple[Any, ...]:
+        index = self.index
+        own_text, own_start, _model = index.chunks[self.own]
+        consts = tuple((n, tuple(Place(*index.chunks[i][:2]) for i in index.const_chunks[n]))
+                       for n in sorted(self.need) if n in index.const_chunks)
+        chunks = tuple(Place(*index.chunks[i][:2]) for i in sorted(self.other))
+        return (consts, chunks, index.imports,
+                Place(own_text, own_start) if self.own_calls else None)
 
 
 def footprint(cm: frontend.ChunkModel) -> FrozenSet[str]:

@@ -338,91 +338,121 @@ def relevant_chunks(texts: Sequence[str], firsts: Sequence[int], lines: Sequence
     """The indices of the chunks (their texts, first lines and top-level
     ``ast`` statements; ``lines`` the file's) whose models can change the
     analysis of the file's kernels."""
-    words = [frozenset(_WORD.findall(t)) for t in texts]
-    src = _Lines(lines)
-    infos: Dict[int, _Chunk] = {}
+    walk = _Relevance(texts, firsts, lines, nodes)
+    if not walk.relevant:
+        return walk.relevant
+    while True:
+        walk.follow_names()
+        walk.follow_callees()
+        before = len(walk.need)
+        walk.follow_frames()
+        if len(walk.need) == before and walk.settled():
+            return walk.relevant
 
-    def info(i: int) -> _Chunk:
-        hit = infos.get(i)
+
+class _Relevance:
+    """The fixpoint behind :func:`relevant_chunks`: from the chunks that hold
+    kernels, the names they need, the chunks defining or calling them, and
+    the statements of the calling functions that compute what they pass."""
+
+    def __init__(self, texts: Sequence[str], firsts: Sequence[int], lines: Sequence[str],
+                 nodes: Sequence[Sequence[ast.stmt]]) -> None:
+        self.texts = texts
+        self.firsts = firsts
+        self.nodes = nodes
+        self.words = [frozenset(_WORD.findall(t)) for t in texts]
+        self.src = _Lines(lines)
+        self.infos: Dict[int, _Chunk] = {}
+        self.index: Dict[str, List[int]] = {}
+        for i, w in enumerate(self.words):
+            for x in w:
+                self.index.setdefault(x, []).append(i)
+        seeds = [i for i, w in enumerate(self.words)
+                 if not SEED_WORDS.isdisjoint(w) and self.info(i).defs is not None
+                 and self.info(i).seed]
+        self.relevant: Set[int] = set(seeds)
+        self.need: Set[str] = set()
+        self.callees: List[str] = []
+        for i in seeds:
+            self.need |= self.words[i]
+            self.callees.extend(self.info(i).defs)
+        self.callees.extend(n for n in self.need
+                            if any(n in self.info(i).defs for i in self.having(n)))
+        self.done: Set[str] = set()
+        self.searched: Set[str] = set()
+        self.frames: Set[Optional[str]] = set()
+        self.framed: Dict[Optional[str], int] = {}
+        self.tops = [i for i in range(len(texts)) if self.info(i).top] if seeds else []
+
+    def info(self, i: int) -> _Chunk:
+        hit = self.infos.get(i)
         if hit is None:
-            hit = infos[i] = _Chunk(nodes[i], texts[i], firsts[i], src)
+            hit = self.infos[i] = _Chunk(self.nodes[i], self.texts[i], self.firsts[i], self.src)
         return hit
 
-    index: Dict[str, List[int]] = {}
-    for i, w in enumerate(words):
-        for x in w:
-            index.setdefault(x, []).append(i)
+    def having(self, n: str) -> Sequence[int]:
+        return self.index.get(n, ())
 
-    def having(n: str) -> Sequence[int]:
-        return index.get(n, ())
+    def settled(self) -> bool:
+        return not (self.need - self.done) and all(n in self.searched for n in self.callees)
 
-    seeds = [i for i, w in enumerate(words)
-             if not SEED_WORDS.isdisjoint(w) and info(i).defs is not None and info(i).seed]
-    relevant: Set[int] = set(seeds)
-    if not seeds:
-        return relevant
-    need: Set[str] = set()
-    callees: List[str] = []
-    for i in seeds:
-        need |= words[i]
-        callees.extend(info(i).defs)
-    callees.extend(n for n in need if any(n in info(i).defs for i in having(n)))
-    done: Set[str] = set()
-    searched: Set[str] = set()
-    frames: Set[Optional[str]] = set()
-    framed: Dict[Optional[str], int] = {}
-    tops = [i for i in range(len(texts)) if info(i).top]
-    while True:
-        for n in list(need - done):
-            done.add(n)
-            for i in having(n):
-                c = info(i)
+    def follow_names(self) -> None:
+        """The chunks assigning or defining a needed name, and what they read."""
+        for n in list(self.need - self.done):
+            self.done.add(n)
+            for i in self.having(n):
+                c = self.info(i)
                 if n in c.consts:
-                    relevant.add(i)
-                    need |= c.consts[n]
+                    self.relevant.add(i)
+                    self.need |= c.consts[n]
                 if n in c.defs:
-                    relevant.add(i)
+                    self.relevant.add(i)
                     for d in c.defs[n]:
-                        need |= src.of(d)
-                    if n in c.classes and n not in searched:
-                        callees.append(n)
-        for n in callees:
-            if n in searched:
+                        self.need |= self.src.of(d)
+                    if n in c.classes and n not in self.searched:
+                        self.callees.append(n)
+
+    def follow_callees(self) -> None:
+        """The chunks mentioning a callee (its call sites), what they pass, and
+        the functions they sit in (the list grows while it is walked)."""
+        for n in self.callees:
+            if n in self.searched:
                 continue
-            searched.add(n)
-            for i in having(n):
-                for reads, funcs, classes in info(i).mentions(n):
-                    relevant.add(i)
-                    need |= reads
-                    callees.extend(c for c in classes if c not in searched)
-                    callees.extend(f for f in funcs if f not in searched)
-                    frames.update(funcs or (None,))
-        before = len(need)
-        for f in list(frames):
-            if framed.get(f) == len(need):
+            self.searched.add(n)
+            for i in self.having(n):
+                for reads, funcs, classes in self.info(i).mentions(n):
+                    self.relevant.add(i)
+                    self.need |= reads
+                    self.callees.extend(c for c in classes if c not in self.searched)
+                    self.callees.extend(f for f in funcs if f not in self.searched)
+                    self.frames.update(funcs or (None,))
+
+    def follow_frames(self) -> None:
+        """In each calling function (None: the module's own statements), the
+        statements that compute the needed names; argparse defaults too."""
+        need, src = self.need, self.src
+        for f in list(self.frames):
+            if self.framed.get(f) == len(need):
                 continue
             if f is None:
-                for i in tops:
-                    c = info(i)
+                for i in self.tops:
+                    c = self.info(i)
                     if c.always or not c.writes.isdisjoint(need):
-                        relevant.add(i)
-                stmts = [st for i in tops for st in info(i).top]
+                        self.relevant.add(i)
+                stmts = [st for i in self.tops for st in self.info(i).top]
                 while _frame_names(stmts, need, src):
                     pass
             else:
-                for i in having(f):
-                    for d in info(i).defs.get(f, ()):
+                for i in self.having(f):
+                    for d in self.info(i).defs.get(f, ()):
                         if isinstance(d, _FUNCS):
-                            relevant.add(i)
+                            self.relevant.add(i)
                             need |= src.head(d, d.name)
                             while _frame_names(d.body, need, src):
                                 pass
-            framed[f] = len(need)
-        if frames:
-            for i in having("add_argument"):
-                for reads, _funcs, _classes in info(i).mentions("add_argument"):
-                    relevant.add(i)
+            self.framed[f] = len(need)
+        if self.frames:
+            for i in self.having("add_argument"):
+                for reads, _funcs, _classes in self.info(i).mentions("add_argument"):
+                    self.relevant.add(i)
                     need |= reads
-        if len(need) == before and not (need - done) and \
-                all(n in searched for n in callees):
-            return relevant
