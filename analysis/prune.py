@@ -10,7 +10,7 @@ rest of tilelint) and decides, per configuration, whether to keep it:
   bytes, the mbarriers of sm_90 included) is at most the target's opt-in limit
   less ``margin`` bytes;
 * ``min_blocks_per_sm=N``: at least N blocks fit on one SM by shared memory and
-  threads (:func:`blocks_per_sm`); registers are not known before compilation,
+  threads (``targets.residency``); registers are not known before compilation,
   so this is an upper bound and a configuration it removes cannot reach N;
 * ``keep="all"``: nothing is removed, every configuration gets its numbers.
 
@@ -36,53 +36,6 @@ from .model import Call, Kernel, Module, Name, Settings
 
 KEEP_RULES = ("fits", "all")
 _PLAIN = (int, float, str, bool, type(None))
-
-
-@dataclass(frozen=True)
-class SmLimits:
-    """Per-SM residency limits of one CUDA architecture (CUDA C++ Programming
-    Guide, "Technical Specifications per Compute Capability"; the same numbers as
-    NVIDIA's ``cuda::arch_traits``)."""
-
-    shared_per_sm: int  # bytes of shared memory one SM holds for all its blocks
-    reserved_per_block: int  # bytes the driver reserves per block (8.0 and later)
-    max_blocks: int  # resident blocks per SM
-    max_threads: int  # resident threads per SM
-
-
-_SM: Dict[str, SmLimits] = {
-    "sm_80": SmLimits(164 * 1024, 1024, 32, 2048),
-    "sm_86": SmLimits(100 * 1024, 1024, 16, 1536),
-    "sm_89": SmLimits(100 * 1024, 1024, 24, 1536),
-    "sm_90": SmLimits(228 * 1024, 1024, 32, 2048),
-    "sm_100": SmLimits(228 * 1024, 1024, 32, 2048),
-    "sm_103": SmLimits(228 * 1024, 1024, 32, 2048),
-    "sm_120": SmLimits(100 * 1024, 1024, 24, 1536),
-}
-# Shared memory is given to a block in units of 128 bytes on compute capability
-# 8.x-12.x (CUDA's occupancy calculator, cuda_occupancy.h's
-# cudaOccSMemAllocationGranularity); the 1 KB reserved per block is a multiple.
-SMEM_GRANULE = 128
-
-
-def sm_limits(target: str) -> Optional[SmLimits]:
-    return _SM.get(targets_mod.normalise(target))
-
-
-def blocks_per_sm(target: str, shared_bytes: Optional[int], threads: Optional[int]
-                  ) -> Optional[int]:
-    """Blocks of this size that can be resident on one SM at once, by shared
-    memory and threads (registers are not known before compilation: an upper
-    bound).  None when the target or a size is not known; 0 when one block does
-    not fit."""
-    lim = sm_limits(target)
-    if lim is None or shared_bytes is None or threads is None or threads <= 0:
-        return None
-    per_block = -(-shared_bytes // SMEM_GRANULE) * SMEM_GRANULE + lim.reserved_per_block
-    by_smem = lim.shared_per_sm // per_block
-    warps = -(-threads // 32)
-    by_threads = (lim.max_threads // 32) // warps
-    return min(by_smem, by_threads, lim.max_blocks)
 
 
 @dataclass(frozen=True)
@@ -229,7 +182,8 @@ def judge_configs(module: Module, kernel: Kernel, cfgs: Sequence[Mapping[str, ob
         except Exception:  # noqa: BLE001 - an unknown thread count
             threads = None
         total = pack.total_bytes
-        blocks = blocks_per_sm(target, total, threads)
+        res = targets_mod.residency(target, total, threads)
+        blocks = None if res is None else res.blocks
         kept, reason = _decide(pack.unknown, total, limit, margin, target, budget, keep,
                                min_blocks_per_sm, blocks)
         out.append(ConfigVerdict(config=cfg, kept=kept, reason=reason,

@@ -64,38 +64,10 @@ BUFFER_COLOURS = ("#a6cee3", "#b2df8a", "#fdbf6f", "#cab2d6", "#fb9a99", "#ffff9
                   "#8dd3c7", "#bebada", "#80b1d3", "#fccde5")
 
 # --------------------------------------------------------------------------
-# Occupancy: per-SM limits of each CUDA target
+# Occupancy: blocks per SM (targets.residency, the table of per-SM limits)
 # --------------------------------------------------------------------------
 
-
-@dataclass(frozen=True)
-class SmLimits:
-    """Per-SM resources from the CUDA C++ Programming Guide's table "Technical
-    Specifications per Compute Capability": resident threads and blocks,
-    32-bit registers, and 255 registers at most per thread.  Shared memory per
-    SM is the target's opt-in per-block budget plus the 1 KB the system keeps
-    per block (``targets``: each budget is the SM's shared memory less that
-    1 KB); every resident block costs its own 1 KB too."""
-
-    threads: int
-    blocks: int
-    registers: int = 65536
-    max_registers_per_thread: int = 255
-    reserved_per_block: int = 1024
-
-
-SM_LIMITS: Dict[str, SmLimits] = {
-    "sm_80": SmLimits(threads=2048, blocks=32),
-    "sm_86": SmLimits(threads=1536, blocks=16),
-    "sm_89": SmLimits(threads=1536, blocks=24),
-    "sm_90": SmLimits(threads=2048, blocks=32),
-    "sm_100": SmLimits(threads=2048, blocks=32),
-    "sm_103": SmLimits(threads=2048, blocks=32),
-    "sm_120": SmLimits(threads=1536, blocks=32),
-}
-
 REGISTER_WORD = 4  # bytes per 32-bit register
-REGISTER_GRANULE = 256  # registers are allocated per warp in units of 256
 
 
 @dataclass(frozen=True)
@@ -113,6 +85,8 @@ class Occupancy:
     fragment_bytes_per_thread: Optional[int] = None
     registers_estimate: Optional[int] = None  # fragments only: a lower bound
     blocks_by_registers: Optional[int] = None
+    # what ptxas lets a thread keep of the estimate (targets.register_cap)
+    registers_kept: Optional[int] = None
 
 
 def fragment_bytes_per_thread(kr: KernelResult, env: Optional["Env"] = None) -> Optional[int]:
@@ -149,32 +123,17 @@ def occupancy(kr: KernelResult, target: str, env: Optional["Env"] = None) -> Occ
     fits = None if total is None or budget is None else total <= budget
     occ = Occupancy(arena_bytes=kr.shared_bytes, total_bytes=total, budget=budget, fits=fits,
                     threads=kr.threads)
-    lim = SM_LIMITS.get(targets_mod.normalise(target))
-    if lim is None or budget is None:
+    if budget is None or targets_mod.sm_limits(target) is None:
         return occ
-    by_smem = None
-    if total is not None:
-        by_smem = 0 if total > budget else \
-            min(lim.blocks, (budget + lim.reserved_per_block) // (total + lim.reserved_per_block))
-    by_threads = None
-    warps = None
-    if kr.threads:
-        warps = -(-kr.threads // 32)
-        by_threads = min(lim.blocks, lim.threads // (warps * 32))
-    known = [b for b in (by_smem, by_threads) if b is not None]
-    blocks = min(known) if len(known) == 2 else None
     frag = fragment_bytes_per_thread(kr, env)
     regs = None if frag is None else -(-frag // REGISTER_WORD)
-    by_regs = None
-    if regs is not None and warps:
-        # past the per-thread limit ptxas spills to local memory and uses the limit
-        used = min(max(regs, 1), lim.max_registers_per_thread)
-        per_warp = -(-used * 32 // REGISTER_GRANULE) * REGISTER_GRANULE
-        by_regs = min(lim.blocks, (lim.registers // per_warp) // warps)
+    res = targets_mod.residency(target, total, kr.threads, regs)
+    assert res is not None
     return Occupancy(arena_bytes=kr.shared_bytes, total_bytes=total, budget=budget, fits=fits,
-                     threads=kr.threads, blocks_by_smem=by_smem, blocks_by_threads=by_threads,
-                     blocks=blocks, fragment_bytes_per_thread=frag, registers_estimate=regs,
-                     blocks_by_registers=by_regs)
+                     threads=kr.threads, blocks_by_smem=res.by_shared,
+                     blocks_by_threads=res.by_threads, blocks=res.blocks,
+                     fragment_bytes_per_thread=frag, registers_estimate=regs,
+                     blocks_by_registers=res.by_registers, registers_kept=res.registers)
 
 
 # --------------------------------------------------------------------------
@@ -887,8 +846,9 @@ def _table(analyses: Sequence[Analysis], settings: Sequence[Optional[Settings]],
         fit_cls = "fits" + ("" if occ.fits is None else (" ok" if occ.fits else " no"))
         regs = _na(None, occ) if occ.registers_estimate is None else \
             f"≥ {occ.registers_estimate}"
-        if occ.registers_estimate is not None and occ.registers_estimate > 255:
-            regs += " (over 255: spills to local memory)"
+        if occ.registers_kept is not None and occ.registers_estimate is not None \
+                and occ.registers_estimate > occ.registers_kept:
+            regs += f" (over {occ.registers_kept}: spills to local memory)"
         threads = _num(occ.threads) + (" (WS)" if r["warp_specialized"] else "")
         first = ""
         if key not in started:
@@ -914,9 +874,11 @@ def _table(analyses: Sequence[Analysis], settings: Sequence[Optional[Settings]],
             f'<td class="registers">{_e(regs)}</td>'
             f'<td class="by-registers">{_na(occ.blocks_by_registers, occ)}</td></tr>')
     note = ('<p class="note">shared B is what the launch needs (the dynamic arena plus static '
-            '<code>__shared__</code>); a block also costs the 1 KB the system reserves. Blocks '
-            'per SM: the per-SM limits of shared memory, threads and blocks of the CUDA '
-            'Programming Guide. <b>Registers per thread are an estimate</b>: the fragment bytes '
+            '<code>__shared__</code>); a block also costs the 1 KB the system reserves, and '
+            'shared memory is given in 128-byte units. Blocks per SM: the per-SM limits of '
+            'shared memory, threads and blocks of the CUDA Programming Guide, counted as '
+            "CUDA's occupancy calculator does. <b>Registers per thread are an estimate</b>: "
+            'the fragment bytes '
             'each thread holds divided by 4, a lower bound (the compiler adds addresses, '
             'indices and mma operands); only ptxas knows the real count.</p>')
     return f"<table class='instances'>{head}{''.join(body)}</table>{note}"

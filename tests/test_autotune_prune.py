@@ -9,7 +9,8 @@ per-block limit is 166912 B (163 KiB), sm_90's 232448 B (227 KiB), and on sm_90
 the warp-specialized path adds 2 x num_stages mbarriers of 8 B of static shared
 memory.  Blocks per SM: sm_80 holds 164 KiB of shared memory per SM, 1 KiB of it
 reserved per block, 2048 threads and 32 blocks (CUDA's per-compute-capability
-table)."""
+table); the table and its rules (128-byte granule, per-resource limits) are
+tested on their own, against CUDA's occupancy calculator, in test_occupancy.py."""
 
 from __future__ import annotations
 
@@ -27,7 +28,6 @@ import pytest
 from parity_support import require_tilelang
 
 import tilelint
-from tilelint.analysis import prune as prune_mod
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "tests" / "fixtures" / "autotune_prune"
@@ -183,19 +183,6 @@ def test_bad_options(monkeypatch, kwargs, text):
         tilelint.prune_configs(mod.matmul, [_gemm(128, 3)], **kwargs)
     with pytest.raises(TypeError):
         tilelint.prune_configs(mod.matmul, {"block_N": [128, 256]})
-
-
-def test_blocks_per_sm_table():
-    # sm_90: 228 KiB per SM, 1 KiB reserved per block; 227 KiB blocks fit once.
-    assert prune_mod.blocks_per_sm("sm_90", 232448, 384) == 1
-    assert prune_mod.blocks_per_sm("sm_90", 232449, 384) == 0
-    # sm_86: 100 KiB, 1536 threads, 16 blocks: tiny blocks hit the block cap.
-    assert prune_mod.blocks_per_sm("sm_86", 0, 32) == 16
-    assert prune_mod.blocks_per_sm("sm_86", 0, 256) == 6
-    # Shared memory is given in 128-byte units: 129 B take 256 B + 1 KiB.
-    assert prune_mod.blocks_per_sm("sm_80", 129, 32) == 32
-    assert prune_mod.blocks_per_sm("sm_80", 40 * KIB + 1, 32) == 167936 // (40 * KIB + 128 + KIB)
-    assert prune_mod.blocks_per_sm("ascend", 0, 32) is None
 
 
 # --------------------------------------------------------------------------

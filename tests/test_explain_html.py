@@ -9,16 +9,19 @@ Expected values, and where they come from:
   mbarriers of 8 bytes (static __shared__, analysis/packing.py's docstring):
   49152 + 48 = 49200 B.
 - Blocks per SM (CUDA C++ Programming Guide, per-SM limits; every block also
-  takes the 1 KB the system reserves, and the opt-in budgets are the SM's
-  shared memory less that 1 KB):
+  takes the 1 KB the system reserves, rounded up to the 128-byte granule of
+  CUDA's occupancy calculator, and the opt-in budgets are the SM's shared
+  memory less that 1 KB; tests/test_occupancy.py checks the rules against
+  cuda_occupancy.h):
   sm_80: shared memory 166912 + 1024 = 167936 B per SM, a block takes
-  49152 + 1024 = 50176 B: 3 blocks; threads 2048 / 128 = 16.
-  sm_90: 233472 // (49200 + 1024) = 4 blocks; threads 2048 / 256 = 8.
+  49152 + 1024 = 50176 B (a multiple of 128): 3 blocks; threads 2048 / 128 = 16.
+  sm_90: 49200 + 1024 = 50224 B, rounded to 50304: 233472 // 50304 = 4 blocks;
+  threads 2048 / 256 = 8.
 - Registers (estimate): C_local is 128×128 float32 = 65536 B over the 128
   threads that hold it (the consumer warpgroup on sm_90) = 512 B = 128
-  registers per thread at least.  128 × 32 = 4096 registers per warp:
-  65536 / 4096 = 16 warps per SM, i.e. 4 blocks of 4 warps on sm_80 and 2
-  blocks of 8 warps on sm_90.
+  registers per thread at least.  128 × 32 = 4096 registers per warp; each of
+  the 4 sub-partitions holds 16384 / 4096 = 4 warps, 16 warps per SM, i.e. 4
+  blocks of 4 warps on sm_80 and 2 blocks of 8 warps on sm_90.
 """
 
 import json
@@ -180,13 +183,15 @@ def test_register_estimate_past_the_limit():
     """A 256×256 float32 accumulator over 128 threads is 2048 B = 512 registers
     per thread, past the 255 a thread may have: ptxas spills and the thread
     keeps 255: 255 × 32 = 8160 registers per warp, allocated in units of 256:
-    8192, so 65536 / 8192 = 8 warps per SM, 2 blocks of 4 warps."""
+    8192, so 16384 / 8192 = 2 warps per sub-partition, 8 per SM, 2 blocks of 4
+    warps."""
     src = GEMM.read_text().replace("block_M=128, block_N=128", "block_M=256, block_N=256")
     a = analyze(src, str(GEMM), Settings(target="sm_80"))
     occ = render_html.occupancy(a.kernels[0], "sm_80")
     assert occ.fragment_bytes_per_thread == 2048
     assert occ.registers_estimate == 512
     assert occ.blocks_by_registers == 2
+    assert occ.registers_kept == 255
 
 
 def test_occupancy_unknown_target_kinds():
