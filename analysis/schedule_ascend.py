@@ -1087,10 +1087,16 @@ def _pair_deps(prod: RootNode, cons: RootNode, conflict: Conflict[Any], cross: b
     return out
 
 
+def guard_node() -> RootNode:
+    """The ``if`` a T.Persistent loop puts around its body, as a node of the
+    loop's scheduler: a scalar task of latency and II 1 (measured)."""
+    return RootNode((), (), (), (), 1, 1, PIPE_BITS["S"], 0)
+
+
 def build_outer_input(nodes: Sequence[RootNode], is_loop: Sequence[bool],
                       annotated: Dict[str, int], free: Sequence[str], kernel: Kernel,
                       env: Env, memory: Dict[str, str], conflict: Conflict[Any],
-                      num_stages: int = 1) -> SchedulerInput:
+                      num_stages: int = 1, guards: int = 0) -> SchedulerInput:
     """The loop scheduler's arguments for a serial loop's body whose nodes are
     tasks and whole pipelined loops: a dependency per ordered pair of nodes
     and storage (distance 0 forwards; backwards the annotated versions, the
@@ -1100,14 +1106,19 @@ def build_outer_input(nodes: Sequence[RootNode], is_loop: Sequence[bool],
     memory groups count the inner loops' on-chip buffers once and the serial
     loop's own annotated buffers times their versions (measured: the
     compiler's capacities for the serial loop subtract A_l1's size, not size x
-    versions, and 4 x C_ub's for ``C_ub: 4``)."""
+    versions, and 4 x C_ub's for ``C_ub: 4``).  The first ``guards`` nodes
+    are guards (:func:`guard_node`), each of which every later node depends on
+    (latency 1, measured with one and two guards)."""
     n = len(nodes)
     caps, members, sizes, var_of = _memory_vars(
         [t for node in nodes for t in node.tasks], kernel, _alloc_info(kernel, env), memory,
         lambda b: None if b in free else annotated.get(b, 1))
     deps: List[Tuple[int, int, int, int]] = []
     for i in range(n):
-        for j in range(n):
+        if i < guards:
+            deps.extend((i, j, 0, 1) for j in range(i + 1, n))
+            continue
+        for j in range(guards, n):
             if i == j and is_loop[i]:
                 continue
             cross = i >= j

@@ -38,6 +38,10 @@ def _values(expr: str, loops: List[Tuple[str, int, int]]) -> Tuple[int, ...]:
     inside a loop nest is the flattened iteration modulo the ring)."""
     expr = expr.strip()
     used = [lp for lp in loops if re.search(rf"\b{re.escape(lp[0])}\b", expr)]
+    # A loop whose iterations may be skipped (T.Persistent's guarded body)
+    # counts a buffer's versions with ``<buf>_version_counter_<n>``, the number
+    # of iterations run so far: any count from 0 on.
+    used += [(c, 0, 64) for c in sorted(set(re.findall(r"\b\w+_version_counter_\d+\b", expr)))]
     envs: List[Dict[str, int]] = [{}]
     for name, first, stop in used:
         envs = [dict(e, **{name: k}) for e in envs for k in range(first, stop)]
