@@ -642,6 +642,10 @@ def _explain_html(args, path: str, text: str, cfg: Config) -> int:
     if args.sweep or args.cost:
         raise UsageError("--sweep and --cost are not shown in --format html "
                          "(use --format text or json)")
+    if args.configs:
+        raise UsageError("--configs is not shown in --format html: the page's table already "
+                         "has a row per autotune configuration and target (shared bytes, fits, "
+                         "blocks per SM); use --format text or json for the pruning verdicts")
     settings = [dataclasses.replace(s, all_bindings=True) for s in cfg.settings_list(path, text)]
     analyses = [analyze(text, path, s) for s in settings]
     sys.stdout.write(render_html.explain_page(analyses, output.display_path(path), settings))

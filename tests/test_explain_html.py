@@ -392,6 +392,15 @@ def test_html_with_sweep_is_a_usage_error(capsys):
     assert rc == 2 and out == "" and "--sweep" in err
 
 
+def test_html_with_configs_is_a_usage_error(capsys):
+    # The page already has a row per autotune configuration and target; --configs
+    # (the pruning verdicts) is a text/json table and is refused, not ignored.
+    rc, out, err = run(capsys, "explain", AUTOTUNE, "--format", "html", "--configs")
+    assert rc == 2 and out == ""
+    assert err.startswith("tilelint: error: --configs is not shown in --format html")
+    assert "--format text or json" in err
+
+
 def test_html_bad_and_empty_files(capsys, tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("import tilelang\nimport tilelang.language as T\n\ndef f(:\n")
