@@ -1,8 +1,8 @@
 """The frontend's fast paths give what libcst's own machinery gives.
 
-``frontend`` walks libcst trees itself (``code_children``, ``_calls_in``) instead
+``frontend`` walks libcst trees itself (``code_children``, ``calls_in``) instead
 of ``CSTNode.visit``, and computes node ranges with its own code-generation
-state (``_positions``) instead of ``MetadataWrapper.resolve(PositionProvider)``.
+state (``fast_positions``) instead of ``MetadataWrapper.resolve(PositionProvider)``.
 Both replacements are exact: on every fixture file, the walk visits the same
 nodes in the same order as libcst's visitor, and the ranges are libcst's.
 """
@@ -65,12 +65,12 @@ def test_walk_and_positions_match_libcst(path: Path) -> None:
         assert [id(c) for c in mine] == [id(c) for c in theirs], type(node).__name__
         if isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement,
                              cst.IndentedBlock)) and not isinstance(node, cst.FunctionDef):
-            assert [id(c) for c in frontend._calls_in(node, [])] == \
+            assert [id(c) for c in frontend.calls_in(node, [])] == \
                 [id(c) for c in _visitor_calls(node)]
             checked += 1
     assert checked > 0
     # Our ranges are PositionProvider's, for every node.
-    ours = frontend._positions(module)[0]
+    ours = frontend.fast_positions(module)[0]
     ref = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     assert len(ours) == len(ref)
     for node, r in ref.items():
@@ -90,14 +90,14 @@ def test_walk_follows_source_order_where_fields_do_not() -> None:
                               "    body()\n"
                               "except errors() as e:\n"
                               "    handler()\n")
-    names = [c.func.value for c in frontend._calls_in(module.body[0], [])]
+    names = [c.func.value for c in frontend.calls_in(module.body[0], [])]
     assert names == ["f", "g", "h"]
-    names = [c.func.value for c in frontend._calls_in(module.body[1], [])]
+    names = [c.func.value for c in frontend.calls_in(module.body[1], [])]
     assert names == ["base"]  # a nested function is not entered
     fn = module.body[1].body.body[0]
     kids = [type(c).__name__ for c in frontend.code_children(fn)]
     assert kids == ["Decorator", "Name", "Parameters", "IndentedBlock"]
-    names = [c.func.value for c in frontend._calls_in(module.body[2], [])]
+    names = [c.func.value for c in frontend.calls_in(module.body[2], [])]
     assert names == ["body", "errors", "handler"]
 
 

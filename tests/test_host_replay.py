@@ -235,7 +235,7 @@ def test_host_matches_analyze_after_every_edit(mix, seed, settings):
 def test_replay_fails_when_a_reparsed_token_keeps_its_columns(monkeypatch):
     """The re-used tree's positions must move after a token whose length
     changed: with them left in place, the replay finds a difference."""
-    monkeypatch.setattr(frontend, "_moved_columns",
+    monkeypatch.setattr(frontend.reparse, "_moved_columns",
                         lambda positions, line, col, delta: dict(positions))
     with pytest.raises(AssertionError, match="differs from analyze"):
         replay("gemm_main", 1, 500, Settings())

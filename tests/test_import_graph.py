@@ -235,6 +235,7 @@ def test_the_scan_sees_the_modules_and_their_imports() -> None:
     # (``from ..model import``) or stays inside it (``from .evaluate import``).
     assert "tilelint.analysis.model" in GRAPH["tilelint.analysis.values.evaluate"]
     assert "tilelint.analysis.values.evaluate" in GRAPH["tilelint.analysis.values.interpret"]
+    assert "tilelint.analysis.frontend.statements" in GRAPH["tilelint.analysis.frontend.kernels"]
 
 
 def test_no_new_import_cycles() -> None:

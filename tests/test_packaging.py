@@ -48,6 +48,7 @@ def test_wheel_layout_and_import(tmp_path: Path) -> None:
     assert "tilelint/analysis/pipeline.py" in names
     assert "tilelint/analysis/values/evaluate.py" in names  # the subpackages too
     assert "tilelint/analysis/rules/checks.py" in names
+    assert "tilelint/analysis/frontend/kernels.py" in names
     assert "tilelint/server/cli.py" in names
     # Install it alone into a directory and run the console entry point from there.
     target = tmp_path / "site"

@@ -105,14 +105,14 @@ def test_decode_errors():
 
 
 def test_fast_positions_equal_libcst():
-    """frontend._positions (the server's per-chunk hot path) gives exactly
+    """frontend.fast_positions (the server's per-chunk hot path) gives exactly
     libcst's PositionProvider map."""
     import pathlib
 
     import libcst as cst
     from libcst.metadata import MetadataWrapper, PositionProvider
 
-    from tilelint.analysis.frontend import _positions
+    from tilelint.analysis.frontend import fast_positions as _positions
 
     root = pathlib.Path(__file__).resolve().parents[1]
     texts = [p.read_text(encoding="utf-8") for p in sorted((root / "fixtures").rglob("*.py"))]
@@ -124,7 +124,7 @@ def test_fast_positions_equal_libcst():
             module = cst.parse_module(text)
         except cst.ParserSyntaxError:  # the deliberately broken parsing fixtures
             continue
-        ours = _positions(module)
+        ours = _positions(module)[0]  # (positions, leaves)
         # ``_positions`` keys by ``id(node)`` with plain (line, col, end line,
         # end col) tuples; the module keeps every node alive meanwhile.
         theirs = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)

@@ -1,0 +1,295 @@
+"""libcst expressions into the model's :class:`~..model.Expr`, and what every
+builder needs around them: node positions as :class:`Span`, a node's source
+text and display label, dotted names with the file's import aliases resolved
+to ``T.``/``tilelang.``, assignment targets, decorators and parameters."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+import libcst as cst
+
+from ..model import (
+    Attr,
+    BinOp,
+    Call,
+    Compare,
+    Const,
+    DictExpr,
+    Expr,
+    IfExp,
+    Name,
+    Opaque,
+    Param,
+    Slice,
+    Span,
+    Subscript,
+    TupleExpr,
+    UnaryOp,
+)
+from .aliases import Aliases
+from .chunks import source_lines
+
+_EMPTY_MODULE = cst.Module([])
+_DTYPE_KEY = {"float": "float32", "half": "float16", "double": "float64", "int": "int32"}
+
+
+class ExprBuilder:
+    """Expressions of one chunk (``text``, starting at ``start_line``) whose
+    libcst tree has the positions ``positions`` (chunk lines, 1-based)."""
+
+    def __init__(self, text: str, start_line: int, aliases: Aliases,
+                 positions: Dict[int, Tuple[int, int, int, int]]) -> None:
+        self.text = text
+        self.lines = [ln.rstrip("\r\n") for ln in source_lines(text)]
+        self.offset = start_line - 1
+        self.aliases = aliases
+        self.positions = positions
+
+    # ---- positions --------------------------------------------------------
+    def span(self, node: cst.CSTNode) -> Span:
+        r = self.positions.get(id(node))
+        if r is None:
+            return Span(self.offset + 1, 0, self.offset + 1, 0)
+        return Span(r[0] + self.offset, r[1], r[2] + self.offset, r[3])
+
+    def src(self, node: cst.CSTNode) -> str:
+        try:
+            return _EMPTY_MODULE.code_for_node(node)
+        except Exception:  # pragma: no cover - defensive
+            return "<?>"
+
+
+    def label(self, node: cst.CSTNode) -> str:
+        sp = self.span(node)
+        idx = sp.line - 1 - self.offset
+        if 0 <= idx < len(self.lines):
+            text = self.lines[idx].strip()
+        else:
+            text = ""
+        return text if len(text) <= 80 else text[:77] + "..."
+
+    # ---- names ------------------------------------------------------------
+    def dotted(self, node: cst.BaseExpression) -> Optional[str]:
+        parts: List[str] = []
+        cur = node
+        while isinstance(cur, cst.Attribute):
+            parts.append(cur.attr.value)
+            cur = cur.value
+        if not isinstance(cur, cst.Name):
+            return None
+        parts.append(cur.value)
+        parts.reverse()
+        return self.normalise(parts)
+
+    def normalise(self, parts: List[str]) -> str:
+        head = parts[0]
+        if head in self.aliases.lang and len(parts) > 1:
+            return "T." + ".".join(parts[1:])
+        if head in self.aliases.tilelang and len(parts) > 2 and parts[1] == "language":
+            return "T." + ".".join(parts[2:])
+        if (head in self.aliases.tilelang and len(parts) > 3 and parts[1] == "ascend"
+                and parts[2] == "language"):
+            return "T." + ".".join(parts[3:])
+        if head in self.aliases.tilelang and len(parts) > 1:
+            return "tilelang." + ".".join(parts[1:])
+        return ".".join(parts)
+
+    # ---- expressions ------------------------------------------------------
+    def expr(self, node: Any) -> Expr:
+        # ``node``: a libcst BaseExpression or None.  Typed Any because the
+        # dispatch below tests ``type(node) is ...`` once into ``t`` (libcst's
+        # classes are final: ``is`` skips ABCMeta's isinstance), which mypy
+        # does not narrow on.
+        if node is None:
+            return Const(None)
+        t = type(node)
+        if t is cst.Integer:
+            try:
+                return Const(int(node.value.replace("_", ""), 0))
+            except ValueError:
+                return Opaque(node.value)
+        if t is cst.Float:
+            try:
+                return Const(float(node.value.replace("_", "")))
+            except ValueError:
+                return Opaque(node.value)
+        if t is cst.SimpleString:
+            v = node.value
+            if v[0] in "\"'" and "\\" not in v and "\r" not in v:
+                # No prefix, no escape: the text between the quotes (what
+                # ``evaluated_value``'s ast.literal_eval gives, without a parse).
+                q = 3 if v[:3] in ('"""', "'''") else 1
+                return Const(v[q:-q])
+        if t in (cst.SimpleString, cst.ConcatenatedString):
+            try:
+                val = node.evaluated_value
+            except (SyntaxError, ValueError, MemoryError, UnicodeError):
+                # e.g. a half-typed "\x" escape: libcst parses it, Python does not.
+                return Opaque(self.src(node))
+            if isinstance(val, bytes):
+                return Opaque(self.src(node))
+            return Const(val)
+        if t is cst.Name:
+            if node.value in ("True", "False"):
+                return Const(node.value == "True")
+            if node.value == "None":
+                return Const(None)
+            return Name(node.value)
+        if t is cst.Attribute:
+            d = self.dotted(node)
+            if d is not None:
+                if d.startswith("T.") and d.count(".") == 1:
+                    return Attr(Name("T"), d[2:])
+                return Attr(self.expr(node.value), node.attr.value)
+            return Attr(self.expr(node.value), node.attr.value)
+        if t is cst.BinaryOperation:
+            return BinOp(_BINOPS.get(type(node.operator), "?"), self.expr(node.left),
+                         self.expr(node.right))
+        if t is cst.UnaryOperation:
+            return UnaryOp(_UNOPS.get(type(node.operator), "?"), self.expr(node.expression))
+        if t is cst.BooleanOperation:
+            op = "and" if isinstance(node.operator, cst.And) else "or"
+            return Compare(op, self.expr(node.left), self.expr(node.right))
+        if t is cst.Comparison:
+            left = self.expr(node.left)
+            result: Optional[Expr] = None
+            for target in node.comparisons:
+                right = self.expr(target.comparator)
+                cmp = Compare(_CMPOPS.get(type(target.operator), "?"), left, right)
+                result = cmp if result is None else Compare("and", result, cmp)
+                left = right
+            return result if result is not None else left
+        if t is cst.IfExp:
+            return IfExp(self.expr(node.test), self.expr(node.body), self.expr(node.orelse))
+        if t is cst.Call:
+            func = self.dotted(node.func)
+            if func is None and isinstance(node.func, cst.Attribute) and \
+                    all(a.keyword is None and not a.star for a in node.args):
+                # A method of a computed value (``default_config().items()``):
+                # ``Call(".items", (receiver, *args))``.
+                return Call("." + node.func.attr.value,
+                            (self.expr(node.func.value),)
+                            + tuple(self.expr(a.value) for a in node.args))
+            if func is None:
+                return Opaque(self.src(node))
+            args: List[Expr] = []
+            kwargs: List[Tuple[str, Expr]] = []
+            for a in node.args:
+                if a.keyword is not None:
+                    kwargs.append((a.keyword.value, self.expr(a.value)))
+                elif a.star:
+                    args.append(Opaque(self.src(a)))
+                else:
+                    args.append(self.expr(a.value))
+            return Call(func, tuple(args), tuple(kwargs))
+        if t in (cst.ListComp, cst.SetComp, cst.GeneratorExp):
+            return Call("<listcomp>", (self.expr(node.elt),) + self.comp_gens(node.for_in))
+        if t is cst.DictComp:
+            return Call("<dictcomp>", (self.expr(node.key), self.expr(node.value))
+                        + self.comp_gens(node.for_in))
+        if t in (cst.Tuple, cst.List):
+            items: List[Expr] = []
+            for el in node.elements:
+                if isinstance(el, cst.StarredElement):
+                    items.append(Opaque(self.src(el)))
+                else:
+                    items.append(self.expr(el.value))
+            return TupleExpr(tuple(items), t is cst.List)
+        if t is cst.Dict:
+            pairs: List[Tuple[str, Expr]] = []
+            for entry in node.elements:
+                if isinstance(entry, cst.DictElement):
+                    key = self.expr(entry.key)
+                    if isinstance(key, Const) and isinstance(key.value, str):
+                        pairs.append((key.value, self.expr(entry.value)))
+                    elif isinstance(key, Name):
+                        # ``{A_l1: 2}`` (annotate_buffer_versions keys are buffers)
+                        pairs.append((key.id, self.expr(entry.value)))
+                    elif isinstance(key, Attr) and key.base == Name("T"):
+                        # ``{T.float16: 2}``: dtypes evaluate to their names.
+                        pairs.append((_DTYPE_KEY.get(key.attr, key.attr),
+                                      self.expr(entry.value)))
+            return DictExpr(tuple(pairs))
+        if t is cst.Subscript:
+            idx = self.subscript_indices(node)
+            return Subscript(self.expr(node.value),
+                             idx[0] if len(idx) == 1 else TupleExpr(idx))
+        return Opaque(self.src(node))
+
+    def comp_gens(self, f: Optional[cst.CompFor]) -> Tuple[Expr, ...]:
+        out: List[Expr] = []
+        while f is not None:
+            out.append(TupleExpr((self.expr(f.target), self.expr(f.iter),
+                                  TupleExpr(tuple(self.expr(i.test) for i in f.ifs)))))
+            f = f.inner_for_in
+        return tuple(out)
+
+    def subscript_indices(self, node: cst.Subscript) -> Tuple[Expr, ...]:
+        out: List[Expr] = []
+        for el in node.slice:
+            sl = el.slice
+            if isinstance(sl, cst.Index):
+                out.append(self.expr(sl.value))
+            elif isinstance(sl, cst.Slice):
+                out.append(Slice(None if sl.lower is None else self.expr(sl.lower),
+                                 None if sl.upper is None else self.expr(sl.upper),
+                                 None if sl.step is None else self.expr(sl.step)))
+        return tuple(out)
+
+
+    def assign_target(self, target: cst.BaseExpression, value: cst.BaseExpression,
+                      out: List[Tuple[str, Expr]]) -> None:
+        if isinstance(target, cst.Name):
+            out.append((target.value, self.expr(value)))
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            names = [el.value for el in target.elements]
+            if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(names):
+                for n, v in zip(names, value.elements, strict=True):
+                    self.assign_target(n, v.value, out)
+            else:
+                whole = self.expr(value)
+                for i, n in enumerate(names):
+                    if isinstance(n, cst.Name):
+                        out.append((n.value, Subscript(whole, Const(i))))
+
+    def decorator_names(self, fn: cst.FunctionDef) -> List[str]:
+        names = []
+        for dec in fn.decorators:
+            d = dec.decorator
+            if isinstance(d, cst.Call):
+                d = d.func
+            name = self.dotted(d)
+            if name:
+                names.append(name)
+        return names
+
+    def params(self, fn: cst.FunctionDef) -> Tuple[Param, ...]:
+        out = []
+        p = fn.params
+        for param in list(p.posonly_params) + list(p.params) + list(p.kwonly_params):
+            out.append(Param(param.name.value, self.span(param.name),
+                             None if param.default is None else self.expr(param.default),
+                             None if param.annotation is None
+                             else self.expr(param.annotation.annotation)))
+        return tuple(out)
+
+
+_BINOPS = {
+    cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*", cst.Divide: "/",
+    cst.FloorDivide: "//", cst.Modulo: "%", cst.Power: "**", cst.LeftShift: "<<",
+    cst.RightShift: ">>", cst.BitAnd: "&", cst.BitOr: "|", cst.BitXor: "^",
+    cst.MatrixMultiply: "@",
+}
+_UNOPS = {cst.Minus: "-", cst.Plus: "+", cst.Not: "not", cst.BitInvert: "~"}
+AUGOPS = {
+    cst.AddAssign: "+", cst.SubtractAssign: "-", cst.MultiplyAssign: "*",
+    cst.DivideAssign: "/", cst.FloorDivideAssign: "//", cst.ModuloAssign: "%",
+    cst.PowerAssign: "**", cst.LeftShiftAssign: "<<", cst.RightShiftAssign: ">>",
+    cst.BitAndAssign: "&", cst.BitOrAssign: "|", cst.BitXorAssign: "^",
+}
+_CMPOPS: Dict[type, str] = {
+    cst.LessThan: "<", cst.LessThanEqual: "<=", cst.GreaterThan: ">",
+    cst.GreaterThanEqual: ">=", cst.Equal: "==", cst.NotEqual: "!=",
+    cst.In: "in", cst.NotIn: "not in", cst.Is: "is", cst.IsNot: "is not",
+}
