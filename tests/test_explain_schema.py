@@ -72,3 +72,22 @@ def test_text_and_hover_say_per_iteration_and_show_prologue_and_epilogue():
                                     ("sync", "prologue_sync", "epilogue_sync"))
     assert ks["cp_async_wait"] == (loop["prologue_sync"]["cp_async_wait"] + loop["sync"]["cp_async_wait"]
                                    + loop["epilogue_sync"]["cp_async_wait"])
+
+
+def test_schema_document_lists_the_configs_fields_explain_prints(capsys):
+    """``explain --configs --format json``: every key it prints is documented, in order."""
+    import json
+
+    from tilelint.server import cli
+
+    fixture = ROOT / "tests" / "fixtures" / "autotune" / "autotune_gemm.py"
+    assert cli.main(["explain", str(fixture), "--configs", "--format", "json",
+                     "--target", "sm_80"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert _table_fields("## Top level") == list(doc)
+    configs = doc["configs"]
+    assert _table_fields("## configs (`configs`, with `--configs`)") == list(configs)
+    kernel = configs["kernels"][0]
+    assert _table_fields("configs kernel (`configs.kernels[]`)") == list(kernel)
+    verdict = kernel["configs"][0]
+    assert _table_fields("config verdict (`configs.kernels[].configs[]`)") == list(verdict)
