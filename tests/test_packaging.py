@@ -50,6 +50,10 @@ def test_wheel_layout_and_import(tmp_path: Path) -> None:
     assert "tilelint/analysis/rules/checks.py" in names
     assert "tilelint/analysis/frontend/kernels.py" in names
     assert "tilelint/server/cli.py" in names
+    # api/ is the package "tilelint" itself (package-dir "tilelint" = "api"):
+    # its __init__ holds the pruning API, tilelint.prune_configs and friends.
+    assert "tilelint/__init__.py" in names
+    assert not any(n.startswith(("api/", "tilelint/api/")) for n in names)
     # Install it alone into a directory and run the console entry point from there.
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
@@ -63,4 +67,12 @@ def test_wheel_layout_and_import(tmp_path: Path) -> None:
                           str(target), "check", str(example)],
                          capture_output=True, text=True, env=env, cwd=tmp_path)
     assert run.returncode == 1, run.stdout + run.stderr
+    # The installed top-level package is api/__init__.py: the pruning API loads from it.
+    api = subprocess.run([sys.executable, "-c",
+                          "import tilelint, sys; "
+                          "assert tilelint.__file__.startswith(sys.argv[1]), tilelint.__file__; "
+                          "assert callable(tilelint.prune_configs); "
+                          "assert callable(tilelint.autotune_configs)", str(target)],
+                         capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert api.returncode == 0, api.stdout + api.stderr
     assert "TL101" in run.stdout
