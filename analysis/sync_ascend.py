@@ -658,6 +658,7 @@ class OuterUnit:
     start_times: Tuple[int, ...] = ()  # per node, source order
     ii: Optional[int] = None
     var: str = ""  # the loop variable in the compiler's source (``w`` for T.Persistent)
+    guards: int = 0  # the ``if`` a T.Persistent loop keeps around its body
 
 
 def _root_list(kernel: Kernel, loops: Sequence[Loop]
@@ -778,7 +779,7 @@ def _plan_outer(stmt: Stmt, nodes: List[Union[Task, LoopUnit]], kernel: Kernel, 
     order = sorted(range(len(rnodes)), key=lambda i: (times[i], i))
     rnode = compose_loop_node([rnodes[i] for i in order], [times[i] for i in order], ii, extent)
     body = [nodes[i - guards] for i in order if i >= guards]
-    return OuterUnit(loop, body, extent, tainted, rnode, "", inp, times, ii)
+    return OuterUnit(loop, body, extent, tainted, rnode, "", inp, times, ii, guards=guards)
 
 
 _PERSISTENT_ARGS = ("domain", "wave_size", "index", "group_size", "num_stages")
@@ -1692,6 +1693,10 @@ def _enter(lines: List[str], stack: List[object], want: List[object], plan: Asce
         v, e = _loop_head(plan, want[len(stack)])
         lines.append("  " * len(stack) + f"for (int32_t {v} = 0; {v} < {e}; ++{v}) {{")
         stack.append(want[len(stack)])
+        if stack[-1] == "O" and plan.outer is not None and plan.outer.guards:
+            lines.append("  " * len(stack) + "// T.Persistent: the body below runs inside "
+                         "`if (tile in range)`; ring ids count the iterations run "
+                         "(<buffer>_version_counter)")
 
 
 def _render_item(lines: List[str], stack: List[object], obj: Union[SyncCall, Task],

@@ -454,9 +454,13 @@ def test_guards_of_a_persistent_loop(oracle, name, guards):
     assert theirs["resource_flags"][:guards] == [64] * guards
     assert 64 not in theirs["resource_flags"][guards:]
     assert ("version_counter" in o["source"]) == bool(guards)
-    _, plan = _plan(name)
+    kernel, plan = _plan(name)
     assert plan.outer is not None and not plan.outer.note and plan.result.schedule_exact
     assert plan.outer.input.resource_flags[:guards] == (64,) * guards
+    from analysis.sync_ascend import render_ascend_preview
+    text = render_ascend_preview(kernel, values.build_env(frontend.parse_module(
+        (FIXTURES / name).read_text()), kernel), plan=plan)
+    assert ("runs inside `if (tile in range)`" in text) == bool(guards)
     assert plan.outer.extent == int(re.search(r"for \(int32_t w = 0; w < (\d+);",
                                               o["source"]).group(1))
 
