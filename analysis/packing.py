@@ -699,20 +699,24 @@ def autotune_span(source: Optional[str], def_line: int) -> Optional[Span]:
 
 
 def autotune_configs(module: Module, kernel: Kernel,
-                     base_bindings: Sequence[Tuple[str, object]] = ()
+                     base_bindings: Sequence[Tuple[str, object]] = (),
+                     through_wrapper: bool = False
                      ) -> Optional[List[Dict[str, object]]]:
     """The literal autotune configuration list of ``kernel``'s factory, if any.
 
     The forms the value resolver turns into instances (a literal list, a name or
     a call evaluating to one, a dict of lists) come from ``values``; a callable
     ``configs=get_configs`` (tilelang calls it with the kernel's arguments) is
-    called here with the factory's resolved arguments (``base_bindings``)."""
+    called here with the factory's resolved arguments (``base_bindings``).
+    ``through_wrapper``: also the list of ``configs=tilelint.autotune_configs(
+    get_configs, ...)``, which that wrapper prunes at run time (TL202 does not
+    ask for it: what overflows never reaches the autotuner)."""
     from . import values as values_mod
     try:
         prog = values_mod.program(module)
         cfgs = prog.autotune_configs(kernel.factory or kernel.name)
         if not cfgs:
-            cfgs = _callable_configs(prog, module, kernel, dict(base_bindings))
+            cfgs = _callable_configs(prog, module, kernel, dict(base_bindings), through_wrapper)
     except Exception:  # noqa: BLE001
         return None
     if not cfgs:
@@ -720,8 +724,8 @@ def autotune_configs(module: Module, kernel: Kernel,
     return [c for c in cfgs if isinstance(c, dict)][:MAX_AUTOTUNE_CONFIGS] or None
 
 
-def _callable_configs(prog: Program, module: Module, kernel: Kernel, bound: Dict[str, object]
-                      ) -> Optional[List[Dict[str, object]]]:
+def _callable_configs(prog: Program, module: Module, kernel: Kernel, bound: Dict[str, object],
+                      through_wrapper: bool = False) -> Optional[List[Dict[str, object]]]:
     from . import values as values_mod
     from .model import Call as CallExpr, Name as NameExpr
     fdef = prog.defs.get(kernel.factory or kernel.name)
@@ -731,6 +735,9 @@ def _callable_configs(prog: Program, module: Module, kernel: Kernel, bound: Dict
         if not (isinstance(d, CallExpr) and d.func.split(".")[-1] == "autotune"):
             continue
         cfg = dict(d.kwargs).get("configs")
+        if through_wrapper and isinstance(cfg, CallExpr) and cfg.args \
+                and cfg.func.split(".")[-1] == "autotune_configs":
+            cfg = cfg.args[0]
         if not isinstance(cfg, NameExpr):
             return None
         helper = prog.defs.get(cfg.id)

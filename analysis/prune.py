@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from . import frontend, targets as targets_mod, values
-from .model import Call, Kernel, Module, Name, Settings
+from .model import Call, Const, Kernel, Module, Name, Settings
 
 KEEP_RULES = ("fits", "all")
 _PLAIN = (int, float, str, bool, type(None))
@@ -306,11 +306,54 @@ class KernelConfigs:
     kernel: str
     line: int  # the factory's (or jit function's) def line
     verdicts: Tuple[ConfigVerdict, ...]
+    # ``configs=tilelint.autotune_configs(get_configs, ...)`` as written: the
+    # wrapper that prunes this list at run time (None for a plain list)
+    wrapped_by: Optional[str] = None
+
+
+def _wrapper_call(module: Module, kernel: Kernel) -> Optional[Call]:
+    """The ``…autotune_configs(helper, …)`` call given as ``configs=`` to the
+    kernel's ``@…autotune`` decorator, if that is what it is given."""
+    for fdef in module.defs:
+        if fdef.name != (kernel.factory or kernel.name):
+            continue
+        for d in fdef.decorators:
+            if isinstance(d, Call) and d.func.split(".")[-1] == "autotune":
+                cfg = dict(d.kwargs).get("configs")
+                if isinstance(cfg, Call) and cfg.func.split(".")[-1] == "autotune_configs":
+                    return cfg
+    return None
+
+
+def _call_text(call: Call) -> str:
+    def text(e: object) -> str:
+        if isinstance(e, Name):
+            return e.id
+        return repr(e.value) if isinstance(e, Const) else "…"
+
+    parts = [text(a) for a in call.args] + [f"{k}={text(v)}" for k, v in call.kwargs]
+    return f"{call.func}({', '.join(parts)})"
+
+
+def _wrapper_options(call: Call, target: str) -> Tuple[str, Optional[int], int]:
+    """The wrapper's ``keep``, ``min_blocks_per_sm`` and ``margin`` where they are
+    literals and valid (the defaults otherwise)."""
+    kw = {k: v.value for k, v in call.kwargs if isinstance(v, Const)}
+    keep, min_blocks, margin = kw.get("keep", "fits"), kw.get("min_blocks_per_sm"), \
+        kw.get("margin", 0)
+    if isinstance(keep, str) and isinstance(margin, int) \
+            and (min_blocks is None or isinstance(min_blocks, int)) \
+            and check_options(target, keep, min_blocks, margin) is None:
+        return keep, min_blocks, margin
+    return "fits", None, 0
 
 
 def file_configs(module: Module, settings: Settings) -> List[KernelConfigs]:
     """Every kernel of the file with an autotune configuration list of its own,
-    judged on ``settings.target`` with ``keep="fits"``."""
+    judged on ``settings.target`` with ``keep="fits"``.  A list wrapped in
+    ``tilelint.autotune_configs(get_configs, ...)`` is judged with the wrapper's
+    literal ``keep``, ``min_blocks_per_sm`` and ``margin``, and its table says
+    that the wrapper removes what it marks removed before the autotuner sees it."""
     from . import packing
     from .pipeline import kernel_overrides
     target = targets_mod.normalise(settings.target)
@@ -320,12 +363,18 @@ def file_configs(module: Module, settings: Settings) -> List[KernelConfigs]:
             overrides = kernel_overrides(kernel, settings)
             base = default_bindings(module, kernel, overrides)
             cfgs = packing.autotune_configs(module, kernel, base)
+            wrapper = None if cfgs else _wrapper_call(module, kernel)
+            if wrapper is not None:
+                cfgs = packing.autotune_configs(module, kernel, base, through_wrapper=True)
             if not cfgs:
                 continue
-            verdicts = judge_configs(module, kernel, cfgs, target, base_bindings=base,
-                                     overrides=overrides)
+            keep, min_blocks, margin = ("fits", None, 0) if wrapper is None else \
+                _wrapper_options(wrapper, target)
+            verdicts = judge_configs(module, kernel, cfgs, target, keep, min_blocks, margin,
+                                     base_bindings=base, overrides=overrides)
         except Exception:  # noqa: BLE001 - a kernel we cannot read has no table
             continue
         line = (kernel.factory_span or kernel.name_span).line
-        out.append(KernelConfigs(kernel.factory or kernel.name, line, tuple(verdicts)))
+        out.append(KernelConfigs(kernel.factory or kernel.name, line, tuple(verdicts),
+                                 None if wrapper is None else _call_text(wrapper)))
     return out

@@ -202,6 +202,7 @@ def explain_configs_json(text: str, settings: Settings) -> Dict[str, object]:
     return {"configs": {
         "target": target, "limit": targets_mod.budget(target),
         "kernels": [{"kernel": t.kernel, "line": t.line, "kept": sum(v.kept for v in t.verdicts),
+                     "wrapped_by": t.wrapped_by,
                      "configs": [v.to_json() for v in t.verdicts]} for t in tables]}}
 
 
@@ -219,6 +220,9 @@ def explain_configs_text(text: str, settings: Settings) -> str:
         kept = sum(v.kept for v in t.verdicts)
         head = (f"\nautotune configurations of {t.kernel} (line {t.line}) on {target}, "
                 f"limit {targets_mod.budget(target)} B: {kept} of {len(t.verdicts)} kept\n")
+        if t.wrapped_by:
+            head += (f"pruned at run time by {t.wrapped_by}, which removes what does not "
+                     "fit its target before the autotuner compiles it\n")
         rows = [[prune_mod.config_label(v.config), _cell(v.arena_bytes), _cell(v.static_bytes),
                  {True: "yes", False: "no", None: "?"}[v.fits], _cell(v.blocks_per_sm), v.reason]
                 for v in t.verdicts]

@@ -328,6 +328,7 @@ def test_explain_configs_json_and_text():
                for c in k["configs"] if not c["kept"]}
         assert got == want
         assert k["kept"] == 16 - len(want)
+        assert k["wrapped_by"] is None  # a plain list
         assert all(c["fits"] == c["kept"] for c in k["configs"])
     first = tables["sm_80"]["kernels"][0]["configs"][0]  # 128/32/3: 48 KiB, 3 blocks
     assert (first["total_bytes"], first["blocks_per_sm"], first["threads"]) == (48 * KIB, 3, 128)
@@ -339,6 +340,46 @@ def test_explain_configs_json_and_text():
     assert row.split()[3:7] == ["294912", "0", "no", "0"]  # arena, static, fits, blocks/SM
     none = _cli("explain", str(EXAMPLES / "factory_gemm.py"), "--configs").stdout
     assert "autotune configurations (sm_80): none in this file" in none
+
+
+def test_wrapped_configs_explained_not_flagged(tmp_path):
+    """``configs=tilelint.autotune_configs(get_configs, target="sm_80")``: the
+    wrapper removes what overflows before the autotuner compiles it, so TL202
+    (configurations that overflow) stays silent, while the same file with
+    ``configs=get_configs`` gets it; ``explain --configs`` shows the list with the
+    wrapper named.  wrapped_gemm.py: block_M 128, block_K 64 fp16, block_N in
+    (128, 256), num_stages 2..6: a stage is (128x64 + 64xN) x 2 B = 32 KiB (N=128)
+    or 48 KiB (N=256); over sm_80's 166912 B: N=128 at 6 stages (192 KiB) and
+    N=256 at 4, 5, 6 (192, 240, 288 KiB): 4 of 10 removed."""
+    from tilelint.analysis import Settings, analyze
+
+    fixture = EXAMPLES / "wrapped_gemm.py"
+    src = fixture.read_text()
+    wrapped = analyze(src, str(fixture), Settings(target="sm_80"))
+    assert not [d for d in wrapped.diagnostics if d.code == "TL202"]
+    plain_src = src.replace("configs=tilelint.autotune_configs(get_configs, target=\"sm_80\")",
+                            "configs=get_configs")
+    assert plain_src != src
+    plain = analyze(plain_src, str(fixture), Settings(target="sm_80"))
+    (tl202,) = [d for d in plain.diagnostics if d.code == "TL202"]
+    assert tl202.message.startswith("4 of 10 autotune configs overflow sm_80")
+
+    proc = _cli("explain", str(fixture), "--configs", "--target", "sm_80", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    (k,) = json.loads(proc.stdout)["configs"]["kernels"]
+    assert k["wrapped_by"] == "tilelint.autotune_configs(get_configs, target='sm_80')"
+    removed = {(c["config"]["block_N"], c["config"]["num_stages"]) for c in k["configs"]
+               if not c["kept"]}
+    assert removed == {(128, 6), (256, 4), (256, 5), (256, 6)} and k["kept"] == 6
+    text = _cli("explain", str(fixture), "--configs", "--target", "sm_80").stdout
+    assert "pruned at run time by tilelint.autotune_configs(get_configs, target='sm_80')" in text
+    # The wrapper's own options judge the list: keep="all" removes nothing.
+    keep_all = src.replace('target="sm_80")', 'target="sm_80", keep="all")')
+    other = tmp_path / "wrapped_keep_all.py"
+    other.write_text(keep_all)
+    proc = _cli("explain", str(other), "--configs", "--target", "sm_80", "--format", "json")
+    (k,) = json.loads(proc.stdout)["configs"]["kernels"]
+    assert k["kept"] == 10
 
 
 @pytest.mark.parametrize("cwd", ["/tmp", str(ROOT)])
