@@ -40,16 +40,18 @@ from typing import Dict, Optional, Tuple
 class SmLimits:
     """Per-SM resources of one CUDA compute capability.
 
-    Sources: the CUDA C++ Programming Guide, "Compute Capabilities", table
-    "Technical Specifications per Compute Capability" (resident blocks, threads
-    and registers per SM, 255 registers per thread, shared memory per SM); the
-    same numbers in NVIDIA's ``cuda::arch_traits`` (CCCL,
-    ``libcudacxx/include/cuda/__device/arch_traits.h``: fields
-    ``max_shared_memory_per_multiprocessor``, ``max_blocks_per_multiprocessor``,
-    ``max_threads_per_multiprocessor``, ``reserved_shared_memory_per_block`` =
-    1024 from 8.0 on, ``max_registers_per_multiprocessor`` = 64 Ki); and CUDA
-    13.0's occupancy calculator (``cuda_occupancy.h``,
-    ``cudaOccMaxBlocksPerMultiprocessor``), which agrees on the block limits."""
+    These are the facts the CUDA C++ Programming Guide tabulates in
+    "Compute Capabilities" ("Technical Specifications per Compute Capability":
+    resident blocks, threads and registers per SM, 255 registers per thread,
+    shared memory per SM).  The numbers are taken from NVIDIA's own code:
+    ``cuda::arch_traits`` (CCCL, ``libcudacxx/include/cuda/__device/
+    arch_traits.h``: ``max_shared_memory_per_multiprocessor``,
+    ``max_blocks_per_multiprocessor``, ``max_threads_per_multiprocessor``,
+    ``reserved_shared_memory_per_block`` = 1024 from 8.0 on,
+    ``max_registers_per_multiprocessor`` = 64 Ki, 255 per thread), and the
+    block limits checked against CUDA 13.0's occupancy calculator
+    (``cuda_occupancy.h``, ``cudaOccMaxBlocksPerMultiprocessor``), which gives
+    the same ones."""
 
     shared: int  # bytes of shared memory per SM (its largest carveout)
     blocks: int  # resident blocks per SM
@@ -118,7 +120,6 @@ def _cuda(name: str, has_tma: bool = False, tmem: bool = False, wgmma: bool = Fa
     sm = _SM_LIMITS[name]
     return Target(name, "cuda", name, sm.opt_in, has_tma=has_tma, cp_async=True, tmem=tmem,
                   wgmma=wgmma, sm=sm)
-
 
 
 _TARGETS: Dict[str, Target] = {
