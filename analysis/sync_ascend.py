@@ -1020,8 +1020,8 @@ def plan_ascend(kernel: Kernel, env: Env, loops: Sequence[Loop] = ()) -> Optiona
         calls, any(t.gemm_l1 for t in tasks))
     first = state.units[0]
     outer_note = outer.note if outer is not None else nest_note
-    result = _result(kernel, state, first.schedule, calls, allocations, events, spilled,
-                     mutex_used, [outer_note, root_note])
+    result = _result(kernel, state, first.schedule, calls, events, spilled, mutex_used,
+                     [outer_note, root_note])
     return AscendPlan(result, tasks, points, allocations, calls, first.loop, first.loop.var,
                       first.extent, events, spilled, mutex_used, cross_failed,
                       tuple(_in_alloc_order(state.ranges, kernel, lambda r: r[0])),
@@ -1137,16 +1137,18 @@ def _in_alloc_order(items: Sequence[_X], kernel: Kernel, name: Callable[[_X], st
 
 
 def _result(kernel: Kernel, state: _PlanState, schedule: AscendSchedule,
-            calls: List[SyncCall], allocations: List[Allocation],
+            calls: List[SyncCall],
             events: Dict[str, Tuple[int, bool]], spilled: List[Tuple[str, int, int, int]],
             mutex_used: int, notes: Sequence[str]) -> AscendResult:
     """The kernel's AscendResult; ``notes``: why the serial loop's and the
     root list's orders are not the compiler's ("" when they are)."""
     barriers = tuple(sorted({c.pipes[0] for c in calls if c.name == "barrier"}))
-    cross: Set[int] = set()
-    for a in allocations:
-        if a.domain == "Cube-Vector":
-            cross.update(range(a.base, a.base + a.num_versions))
+    # The cross-core slots the code uses (the cube side's id + 16 is the
+    # second vector core's copy of a slot): fewer than the reserved rings when
+    # a loop runs fewer iterations than a ring has ids (measured: two 8-id
+    # rings over 4 waves use slots 0..11).
+    cross = {i % CROSS_CORE_FLAGS for c in calls if c.name.startswith("intra")
+             for i in c.ids()}
     loop_bufs = _in_alloc_order(state.loop_bufs, kernel, lambda b: b)
     said = [n for n in (schedule.reason, *notes) if n]
     return AscendResult(

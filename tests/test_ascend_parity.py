@@ -480,8 +480,11 @@ def test_eight_cross_core_slots_of_a_persistent_mixed_kernel(oracle):
     V->FIX hand-offs a 4-slot cross-core ring each (C_ub: 4), 8 slots; the
     persistent loop's scheduler counts C_ub 4 times in the UB capacity.  With
     T.Persistent(num_stages=8) and C_ub not annotated it picks 2 versions
-    (4 slots).  Ours: the same slots, versions and capacities."""
+    (4 slots).  With C_ub: 8 the two rings reserve all 16 slots but the 4
+    waves use slots 0..11 only (the count is the slots the code uses).  Ours:
+    the same slots, versions and capacities."""
     for name, slots, versions in (("mixed_persistent_ub4.py", 8, 4),
+                                  ("mixed_persistent_ub8.py", 12, 8),
                                   ("mixed_persistent_ns8.py", 4, 2)):
         o = oracle[name]
         assert len(o["cross_core_slots"]) == slots
