@@ -28,10 +28,7 @@ from ..model import (
 )
 from .facts import IterHelper
 from .macros import bind_params, rename_stmt, subst
-from .statements import LOOP_KINDS, PIPELINED_KWARGS
-
-_STMT_KIND = {"pipelined": "pipelined", "parallel": "parallel", "serial": "serial",
-              "range": "serial", "unroll": "serial", "vectorized": "parallel"}
+from .statements import LOOP_KINDS, PIPELINED_KWARGS, STMT_KIND
 
 
 def needs_link(kernel: Kernel, macros: Sequence[Macro], helpers: Sequence[IterHelper]) -> bool:
@@ -105,7 +102,7 @@ def _link_stmt(s: Stmt, macros: Dict[str, Macro], helpers: Dict[str, IterHelper]
                 new = _loop_from_iter(loop, subst(h[2], bind_params(h[1], loop.iterator)))
                 if new is not None:
                     loop = new
-                    kind = _STMT_KIND.get(new.kind, "loop")
+                    kind = STMT_KIND.get(new.kind, "loop")
     if children == s.children and loop is s.loop:
         return s
     reads = []

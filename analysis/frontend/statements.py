@@ -4,7 +4,7 @@ their arguments), assignments, stores and allocations."""
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import replace as dc_replace
+from dataclasses import dataclass, field, replace as dc_replace
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import libcst as cst
@@ -66,6 +66,21 @@ LOOP_KINDS = {
 # (tilelang/language/loop.py); anything else (a fork's ``sync=``/``group=``) is
 # unsupported.
 PIPELINED_KWARGS = ("start", "stop", "num_stages", "order", "stage", "annotations")
+# The statement kind of a loop of each kind.
+STMT_KIND = {"pipelined": "pipelined", "parallel": "parallel", "serial": "serial",
+             "range": "serial", "unroll": "serial", "vectorized": "parallel"}
+
+
+@dataclass
+class LoopHead:
+    """What a loop's iterator call says (:meth:`StatementBuilder.loop_head`)."""
+
+    kind: str = "loop"
+    start: Optional[Expr] = None
+    stop: Optional[Expr] = None
+    kwargs: Dict[str, Tuple[Expr, Span, cst.Arg]] = field(default_factory=dict)
+    unsupported: List[Tuple[str, Span]] = field(default_factory=list)
+    iterator: Optional[Expr] = None
 
 
 class StatementBuilder(CallBuilder):
@@ -158,116 +173,140 @@ class StatementBuilder(CallBuilder):
 
     def for_stmt(self, node: cst.For, ctx: "KernelCtx", locals_out: Optional[List[Tuple[str, Expr]]],
                  pa: int) -> Stmt:
+        """A ``for`` loop: its header (:meth:`loop_head`), then its body, whose
+        loops know how many annotating ``T.Pipelined`` loops enclose them."""
         var = node.target.value if isinstance(node.target, cst.Name) else self.src(node.target)
-        it = node.iter
-        condition: Optional[Expr] = None
-        if isinstance(it, cst.IfExp):
-            # ``T.Pipelined(...) if c else T.serial(...)``: model the pipelined arm.
-            body_call, else_call = it.body, it.orelse
-            if isinstance(body_call, cst.Call) and \
-                    (self.dotted(body_call.func) or "").endswith("Pipelined"):
-                condition = self.expr(it.test)
-                it = body_call
-            elif isinstance(else_call, cst.Call) and \
-                    (self.dotted(else_call.func) or "").endswith("Pipelined"):
-                condition = UnaryOp("not", self.expr(it.test))
-                it = else_call
-        kind = "loop"
-        start: Optional[Expr] = None
-        stop: Optional[Expr] = None
-        loop_kwargs: Dict[str, Tuple[Expr, Span, cst.Arg]] = {}
-        unsupported: List[Tuple[str, Span]] = []
-        iterator: Optional[Expr] = None
-        if isinstance(it, cst.Call):
-            fname = self.dotted(it.func) or ""
-            short = fname[2:] if fname.startswith("T.") else fname
-            if short in LOOP_KINDS:
-                kind = LOOP_KINDS[short]
-            elif fname == "range":
-                kind = "range"
-            elif short in ctx.macros or fname in ctx.helper_iterators:
-                kind = "loop"
-            if kind == "loop" and fname and not fname.startswith("T.") or short == "Persistent":
-                iterator = self.expr(it)
-            positional = [a for a in it.args if a.keyword is None and not a.star]
-            for a in it.args:
-                if a.keyword is not None:
-                    key = a.keyword.value
-                    loop_kwargs[key] = (self.expr(a.value), self.span(a), a)
-                    if kind == "pipelined" and key not in PIPELINED_KWARGS:
-                        unsupported.append((key, self.span(a)))
-            if kind in ("pipelined", "serial", "range", "unroll", "vectorized"):
-                if len(positional) >= 2:
-                    start, stop = self.expr(positional[0].value), self.expr(positional[1].value)
-                elif len(positional) == 1:
-                    start, stop = Const(0), self.expr(positional[0].value)
-                if kind == "pipelined":
-                    # T.Pipelined(start, stop, num_stages, order, stage, annotations)
-                    for pos, key in ((2, "num_stages"), (3, "order"), (4, "stage")):
-                        if len(positional) > pos:
-                            loop_kwargs.setdefault(key, (self.expr(positional[pos].value),
-                                                         self.span(positional[pos]),
-                                                         positional[pos]))
-                if "start" in loop_kwargs:
-                    start = loop_kwargs["start"][0]
-                if "stop" in loop_kwargs:
-                    stop = loop_kwargs["stop"][0]
-            elif kind == "parallel":
-                start = Const(0)
-                stop = TupleExpr(tuple(self.expr(a.value) for a in positional)) \
-                    if len(positional) != 1 else self.expr(positional[0].value)
+        it, condition = self.modelled_iter(node.iter)
+        head = self.loop_head(it, ctx)
         # Only a T.Pipelined that writes a pipeline annotation (num_stages > 0, or
         # an order/stage list) hides the loops inside it from PipelinePlanning;
         # ``T.Pipelined(n)`` alone is a plain loop to the compiler.
-        child_pa = pa + (1 if kind == "pipelined" and _annotates(loop_kwargs) else 0)
+        child_pa = pa + (1 if head.kind == "pipelined" and _annotates(head.kwargs) else 0)
         ctx.loop_vars.add(var)
         children = self.block(node.body, ctx, ctx.macros, locals_out, child_pa)
+        loop = self.loop_model(node, it, var, head, children, pa, condition)
+        return self.compound(STMT_KIND.get(head.kind, "loop"), "for", node, children, loop=loop)
 
-        def tuple_of(key: str) -> Tuple[Optional[Tuple[Expr, ...]], Optional[Span]]:
-            if key not in loop_kwargs:
-                return None, None
-            val, sp, arg = loop_kwargs[key]
-            if isinstance(val, TupleExpr):
-                return val.items, self.span(arg.value)
-            return (val,), self.span(arg.value)
+    def modelled_iter(self, it: cst.BaseExpression
+                      ) -> Tuple[cst.BaseExpression, Optional[Expr]]:
+        """The iterator the model follows, and the condition under which it
+        runs: for ``T.Pipelined(...) if c else T.serial(...)``, the pipelined
+        arm (under ``c``, or ``not c`` when it is the ``else`` arm)."""
+        if isinstance(it, cst.IfExp):
+            body_call, else_call = it.body, it.orelse
+            if isinstance(body_call, cst.Call) and \
+                    (self.dotted(body_call.func) or "").endswith("Pipelined"):
+                return body_call, self.expr(it.test)
+            if isinstance(else_call, cst.Call) and \
+                    (self.dotted(else_call.func) or "").endswith("Pipelined"):
+                return else_call, UnaryOp("not", self.expr(it.test))
+        return it, None
 
-        order, order_span = tuple_of("order")
-        stage, stage_span = tuple_of("stage")
-        order_expr = loop_kwargs["order"][0] if "order" in loop_kwargs else None
-        stage_expr = loop_kwargs["stage"][0] if "stage" in loop_kwargs else None
-        ns = loop_kwargs.get("num_stages")
-        # Buffer views declared at the top of the body (T.decl_buffer): the
-        # compiler's "original statement count" includes them (allocations are
-        # hoisted out of the loop and do not count, measured on 0.1.15).
-        declarations = 0
-        if kind == "pipelined" and isinstance(node.body, cst.IndentedBlock):
-            for line in node.body.body:
-                if not isinstance(line, cst.SimpleStatementLine):
-                    continue
-                for small in line.body:
-                    val = getattr(small, "value", None) \
-                        if isinstance(small, (cst.Assign, cst.AnnAssign)) else None
-                    if isinstance(val, cst.Call) and \
-                            (self.dotted(val.func) or "").split(".")[-1] == "decl_buffer":
-                        declarations += 1
+    def loop_head(self, it: cst.BaseExpression, ctx: "KernelCtx") -> "LoopHead":
+        """What a loop's iterator call says: the loop kind, bounds, keyword
+        arguments (and the unsupported ones of ``T.Pipelined``), and for a call
+        of a helper or macro, the iterator expression."""
+        head = LoopHead()
+        if not isinstance(it, cst.Call):
+            return head
+        fname = self.dotted(it.func) or ""
+        short = fname[2:] if fname.startswith("T.") else fname
+        if short in LOOP_KINDS:
+            head.kind = LOOP_KINDS[short]
+        elif fname == "range":
+            head.kind = "range"
+        elif short in ctx.macros or fname in ctx.helper_iterators:
+            head.kind = "loop"
+        kind = head.kind
+        if kind == "loop" and fname and not fname.startswith("T.") or short == "Persistent":
+            head.iterator = self.expr(it)
+        positional = [a for a in it.args if a.keyword is None and not a.star]
+        for a in it.args:
+            if a.keyword is not None:
+                key = a.keyword.value
+                head.kwargs[key] = (self.expr(a.value), self.span(a), a)
+                if kind == "pipelined" and key not in PIPELINED_KWARGS:
+                    head.unsupported.append((key, self.span(a)))
+        if kind in ("pipelined", "serial", "range", "unroll", "vectorized"):
+            self.range_bounds(head, positional)
+        elif kind == "parallel":
+            head.start = Const(0)
+            head.stop = TupleExpr(tuple(self.expr(a.value) for a in positional)) \
+                if len(positional) != 1 else self.expr(positional[0].value)
+        return head
+
+    def range_bounds(self, head: "LoopHead", positional: Sequence[cst.Arg]) -> None:
+        """``start``/``stop`` of a ranged loop (one or two positional arguments,
+        or the keywords), and ``T.Pipelined``'s positional ``num_stages``,
+        ``order`` and ``stage``."""
+        if len(positional) >= 2:
+            head.start, head.stop = self.expr(positional[0].value), self.expr(positional[1].value)
+        elif len(positional) == 1:
+            head.start, head.stop = Const(0), self.expr(positional[0].value)
+        if head.kind == "pipelined":
+            # T.Pipelined(start, stop, num_stages, order, stage, annotations)
+            for pos, key in ((2, "num_stages"), (3, "order"), (4, "stage")):
+                if len(positional) > pos:
+                    head.kwargs.setdefault(key, (self.expr(positional[pos].value),
+                                                 self.span(positional[pos]),
+                                                 positional[pos]))
+        if "start" in head.kwargs:
+            head.start = head.kwargs["start"][0]
+        if "stop" in head.kwargs:
+            head.stop = head.kwargs["stop"][0]
+
+    def loop_model(self, node: cst.For, it: cst.BaseExpression, var: str, head: "LoopHead",
+             children: List[Stmt], pa: int, condition: Optional[Expr]) -> Loop:
+        """The :class:`Loop` of a ``for`` whose header is ``head``."""
+        kw = head.kwargs
+        order, order_span = self.tuple_argument(kw, "order")
+        stage, stage_span = self.tuple_argument(kw, "stage")
+        ns = kw.get("num_stages")
         annotations: Tuple[Tuple[str, Expr], ...] = ()
-        if "annotations" in loop_kwargs and isinstance(loop_kwargs["annotations"][0], DictExpr):
-            annotations = loop_kwargs["annotations"][0].items
-        loop = Loop(
-            var=var, kind=kind, span=self.span(node), iter_span=self.span(it),
-            start=start, stop=stop,
+        if "annotations" in kw and isinstance(kw["annotations"][0], DictExpr):
+            annotations = kw["annotations"][0].items
+        return Loop(
+            var=var, kind=head.kind, span=self.span(node), iter_span=self.span(it),
+            start=head.start, stop=head.stop,
             num_stages=None if ns is None else ns[0],
             num_stages_span=None if ns is None else ns[1],
             order=order, order_span=order_span, stage=stage, stage_span=stage_span,
-            annotations=annotations, unsupported_kwargs=tuple(unsupported),
+            annotations=annotations, unsupported_kwargs=tuple(head.unsupported),
             body=tuple(children), pipelined_ancestors=pa, condition=condition,
-            iterator=iterator, order_expr=order_expr, stage_expr=stage_expr,
-            declarations=declarations,
+            iterator=head.iterator,
+            order_expr=kw["order"][0] if "order" in kw else None,
+            stage_expr=kw["stage"][0] if "stage" in kw else None,
+            declarations=self.pipelined_declarations(node) if head.kind == "pipelined" else 0,
         )
-        stmt_kind = {"pipelined": "pipelined", "parallel": "parallel",
-                     "serial": "serial", "range": "serial", "unroll": "serial",
-                     "vectorized": "parallel"}.get(kind, "loop")
-        return self.compound(stmt_kind, "for", node, children, loop=loop)
+
+    def tuple_argument(self, kwargs: Dict[str, Tuple[Expr, Span, cst.Arg]], key: str
+                       ) -> Tuple[Optional[Tuple[Expr, ...]], Optional[Span]]:
+        """A loop argument that is a list (``order=[...]``) as its items (a
+        single value as one item) and the span of its value."""
+        if key not in kwargs:
+            return None, None
+        val, _, arg = kwargs[key]
+        if isinstance(val, TupleExpr):
+            return val.items, self.span(arg.value)
+        return (val,), self.span(arg.value)
+
+    def pipelined_declarations(self, node: cst.For) -> int:
+        """Buffer views declared at the top of a pipelined body (T.decl_buffer):
+        the compiler's "original statement count" includes them (allocations
+        are hoisted out of the loop and do not count, measured on 0.1.15)."""
+        count = 0
+        if not isinstance(node.body, cst.IndentedBlock):
+            return count
+        for line in node.body.body:
+            if not isinstance(line, cst.SimpleStatementLine):
+                continue
+            for small in line.body:
+                val = getattr(small, "value", None) \
+                    if isinstance(small, (cst.Assign, cst.AnnAssign)) else None
+                if isinstance(val, cst.Call) and \
+                        (self.dotted(val.func) or "").split(".")[-1] == "decl_buffer":
+                    count += 1
+        return count
 
     def small_stmt(self, small: cst.BaseSmallStatement, ctx: "KernelCtx",
                    locals_out: Optional[List[Tuple[str, Expr]]]) -> Optional[Stmt]:
