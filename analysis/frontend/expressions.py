@@ -5,7 +5,7 @@ to ``T.``/``tilelang.``, assignment targets, decorators and parameters."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import libcst as cst
 
@@ -96,126 +96,141 @@ class ExprBuilder:
         return ".".join(parts)
 
     # ---- expressions ------------------------------------------------------
-    def expr(self, node: Any) -> Expr:
-        # ``node``: a libcst BaseExpression or None.  Typed Any because the
-        # dispatch below tests ``type(node) is ...`` once into ``t`` (libcst's
-        # classes are final: ``is`` skips ABCMeta's isinstance), which mypy
-        # does not narrow on.
+    def expr(self, node: Optional[cst.BaseExpression]) -> Expr:
+        """The model of a libcst expression (None: ``Const(None)``); what the
+        model has no form for is kept as its source text (``Opaque``)."""
         if node is None:
             return Const(None)
-        t = type(node)
-        if t is cst.Integer:
-            try:
-                return Const(int(node.value.replace("_", ""), 0))
-            except ValueError:
-                return Opaque(node.value)
-        if t is cst.Float:
-            try:
-                return Const(float(node.value.replace("_", "")))
-            except ValueError:
-                return Opaque(node.value)
-        if t is cst.SimpleString:
+        # One dict look-up by exact type (libcst's node classes are final, and
+        # ``isinstance`` on them goes through ABCMeta).
+        build = _EXPR_BUILDERS.get(type(node))
+        return Opaque(self.src(node)) if build is None else build(self, node)
+
+    def _integer(self, node: cst.Integer) -> Expr:
+        try:
+            return Const(int(node.value.replace("_", ""), 0))
+        except ValueError:
+            return Opaque(node.value)
+
+    def _float(self, node: cst.Float) -> Expr:
+        try:
+            return Const(float(node.value.replace("_", "")))
+        except ValueError:
+            return Opaque(node.value)
+
+    def _string(self, node: Union[cst.SimpleString, cst.ConcatenatedString]) -> Expr:
+        if type(node) is cst.SimpleString:
             v = node.value
             if v[0] in "\"'" and "\\" not in v and "\r" not in v:
                 # No prefix, no escape: the text between the quotes (what
                 # ``evaluated_value``'s ast.literal_eval gives, without a parse).
                 q = 3 if v[:3] in ('"""', "'''") else 1
                 return Const(v[q:-q])
-        if t in (cst.SimpleString, cst.ConcatenatedString):
-            try:
-                val = node.evaluated_value
-            except (SyntaxError, ValueError, MemoryError, UnicodeError):
-                # e.g. a half-typed "\x" escape: libcst parses it, Python does not.
-                return Opaque(self.src(node))
-            if isinstance(val, bytes):
-                return Opaque(self.src(node))
-            return Const(val)
-        if t is cst.Name:
-            if node.value in ("True", "False"):
-                return Const(node.value == "True")
-            if node.value == "None":
-                return Const(None)
-            return Name(node.value)
-        if t is cst.Attribute:
-            d = self.dotted(node)
-            if d is not None:
-                if d.startswith("T.") and d.count(".") == 1:
-                    return Attr(Name("T"), d[2:])
-                return Attr(self.expr(node.value), node.attr.value)
-            return Attr(self.expr(node.value), node.attr.value)
-        if t is cst.BinaryOperation:
-            return BinOp(_BINOPS.get(type(node.operator), "?"), self.expr(node.left),
-                         self.expr(node.right))
-        if t is cst.UnaryOperation:
-            return UnaryOp(_UNOPS.get(type(node.operator), "?"), self.expr(node.expression))
-        if t is cst.BooleanOperation:
-            op = "and" if isinstance(node.operator, cst.And) else "or"
-            return Compare(op, self.expr(node.left), self.expr(node.right))
-        if t is cst.Comparison:
-            left = self.expr(node.left)
-            result: Optional[Expr] = None
-            for target in node.comparisons:
-                right = self.expr(target.comparator)
-                cmp = Compare(_CMPOPS.get(type(target.operator), "?"), left, right)
-                result = cmp if result is None else Compare("and", result, cmp)
-                left = right
-            return result if result is not None else left
-        if t is cst.IfExp:
-            return IfExp(self.expr(node.test), self.expr(node.body), self.expr(node.orelse))
-        if t is cst.Call:
-            func = self.dotted(node.func)
-            if func is None and isinstance(node.func, cst.Attribute) and \
-                    all(a.keyword is None and not a.star for a in node.args):
-                # A method of a computed value (``default_config().items()``):
-                # ``Call(".items", (receiver, *args))``.
-                return Call("." + node.func.attr.value,
-                            (self.expr(node.func.value),)
-                            + tuple(self.expr(a.value) for a in node.args))
-            if func is None:
-                return Opaque(self.src(node))
-            args: List[Expr] = []
-            kwargs: List[Tuple[str, Expr]] = []
-            for a in node.args:
-                if a.keyword is not None:
-                    kwargs.append((a.keyword.value, self.expr(a.value)))
-                elif a.star:
-                    args.append(Opaque(self.src(a)))
-                else:
-                    args.append(self.expr(a.value))
-            return Call(func, tuple(args), tuple(kwargs))
-        if t in (cst.ListComp, cst.SetComp, cst.GeneratorExp):
-            return Call("<listcomp>", (self.expr(node.elt),) + self.comp_gens(node.for_in))
-        if t is cst.DictComp:
-            return Call("<dictcomp>", (self.expr(node.key), self.expr(node.value))
-                        + self.comp_gens(node.for_in))
-        if t in (cst.Tuple, cst.List):
-            items: List[Expr] = []
-            for el in node.elements:
-                if isinstance(el, cst.StarredElement):
-                    items.append(Opaque(self.src(el)))
-                else:
-                    items.append(self.expr(el.value))
-            return TupleExpr(tuple(items), t is cst.List)
-        if t is cst.Dict:
-            pairs: List[Tuple[str, Expr]] = []
-            for entry in node.elements:
-                if isinstance(entry, cst.DictElement):
-                    key = self.expr(entry.key)
-                    if isinstance(key, Const) and isinstance(key.value, str):
-                        pairs.append((key.value, self.expr(entry.value)))
-                    elif isinstance(key, Name):
-                        # ``{A_l1: 2}`` (annotate_buffer_versions keys are buffers)
-                        pairs.append((key.id, self.expr(entry.value)))
-                    elif isinstance(key, Attr) and key.base == Name("T"):
-                        # ``{T.float16: 2}``: dtypes evaluate to their names.
-                        pairs.append((_DTYPE_KEY.get(key.attr, key.attr),
-                                      self.expr(entry.value)))
-            return DictExpr(tuple(pairs))
-        if t is cst.Subscript:
-            idx = self.subscript_indices(node)
-            return Subscript(self.expr(node.value),
-                             idx[0] if len(idx) == 1 else TupleExpr(idx))
-        return Opaque(self.src(node))
+        try:
+            val = node.evaluated_value
+        except (SyntaxError, ValueError, MemoryError, UnicodeError):
+            # e.g. a half-typed "\x" escape: libcst parses it, Python does not.
+            return Opaque(self.src(node))
+        if isinstance(val, bytes):
+            return Opaque(self.src(node))
+        return Const(val)
+
+    def _name(self, node: cst.Name) -> Expr:
+        if node.value in ("True", "False"):
+            return Const(node.value == "True")
+        if node.value == "None":
+            return Const(None)
+        return Name(node.value)
+
+    def _attribute(self, node: cst.Attribute) -> Expr:
+        d = self.dotted(node)
+        if d is not None and d.startswith("T.") and d.count(".") == 1:
+            return Attr(Name("T"), d[2:])
+        return Attr(self.expr(node.value), node.attr.value)
+
+    def _binary(self, node: cst.BinaryOperation) -> Expr:
+        return BinOp(_BINOPS.get(type(node.operator), "?"), self.expr(node.left),
+                     self.expr(node.right))
+
+    def _unary(self, node: cst.UnaryOperation) -> Expr:
+        return UnaryOp(_UNOPS.get(type(node.operator), "?"), self.expr(node.expression))
+
+    def _boolean(self, node: cst.BooleanOperation) -> Expr:
+        op = "and" if isinstance(node.operator, cst.And) else "or"
+        return Compare(op, self.expr(node.left), self.expr(node.right))
+
+    def _comparison(self, node: cst.Comparison) -> Expr:
+        """``a < b <= c`` as ``(a < b) and (b <= c)``."""
+        left = self.expr(node.left)
+        result: Optional[Expr] = None
+        for target in node.comparisons:
+            right = self.expr(target.comparator)
+            cmp = Compare(_CMPOPS.get(type(target.operator), "?"), left, right)
+            result = cmp if result is None else Compare("and", result, cmp)
+            left = right
+        return result if result is not None else left
+
+    def _if_exp(self, node: cst.IfExp) -> Expr:
+        return IfExp(self.expr(node.test), self.expr(node.body), self.expr(node.orelse))
+
+    def _call(self, node: cst.Call) -> Expr:
+        func = self.dotted(node.func)
+        if func is None and isinstance(node.func, cst.Attribute) and \
+                all(a.keyword is None and not a.star for a in node.args):
+            # A method of a computed value (``default_config().items()``):
+            # ``Call(".items", (receiver, *args))``.
+            return Call("." + node.func.attr.value,
+                        (self.expr(node.func.value),)
+                        + tuple(self.expr(a.value) for a in node.args))
+        if func is None:
+            return Opaque(self.src(node))
+        args: List[Expr] = []
+        kwargs: List[Tuple[str, Expr]] = []
+        for a in node.args:
+            if a.keyword is not None:
+                kwargs.append((a.keyword.value, self.expr(a.value)))
+            elif a.star:
+                args.append(Opaque(self.src(a)))
+            else:
+                args.append(self.expr(a.value))
+        return Call(func, tuple(args), tuple(kwargs))
+
+    def _comprehension(self, node: Union[cst.ListComp, cst.SetComp, cst.GeneratorExp]) -> Expr:
+        return Call("<listcomp>", (self.expr(node.elt),) + self.comp_gens(node.for_in))
+
+    def _dict_comprehension(self, node: cst.DictComp) -> Expr:
+        return Call("<dictcomp>", (self.expr(node.key), self.expr(node.value))
+                    + self.comp_gens(node.for_in))
+
+    def _sequence(self, node: Union[cst.Tuple, cst.List]) -> Expr:
+        items: List[Expr] = []
+        for el in node.elements:
+            if isinstance(el, cst.StarredElement):
+                items.append(Opaque(self.src(el)))
+            else:
+                items.append(self.expr(el.value))
+        return TupleExpr(tuple(items), type(node) is cst.List)
+
+    def _dict(self, node: cst.Dict) -> Expr:
+        """The entries whose key is a string, a name or a ``T.`` dtype."""
+        pairs: List[Tuple[str, Expr]] = []
+        for entry in node.elements:
+            if isinstance(entry, cst.DictElement):
+                key = self.expr(entry.key)
+                if isinstance(key, Const) and isinstance(key.value, str):
+                    pairs.append((key.value, self.expr(entry.value)))
+                elif isinstance(key, Name):
+                    # ``{A_l1: 2}`` (annotate_buffer_versions keys are buffers)
+                    pairs.append((key.id, self.expr(entry.value)))
+                elif isinstance(key, Attr) and key.base == Name("T"):
+                    # ``{T.float16: 2}``: dtypes evaluate to their names.
+                    pairs.append((_DTYPE_KEY.get(key.attr, key.attr),
+                                  self.expr(entry.value)))
+        return DictExpr(tuple(pairs))
+
+    def _subscript(self, node: cst.Subscript) -> Expr:
+        idx = self.subscript_indices(node)
+        return Subscript(self.expr(node.value), idx[0] if len(idx) == 1 else TupleExpr(idx))
 
     def comp_gens(self, f: Optional[cst.CompFor]) -> Tuple[Expr, ...]:
         out: List[Expr] = []
@@ -292,4 +307,29 @@ _CMPOPS: Dict[type, str] = {
     cst.LessThan: "<", cst.LessThanEqual: "<=", cst.GreaterThan: ">",
     cst.GreaterThanEqual: ">=", cst.Equal: "==", cst.NotEqual: "!=",
     cst.In: "in", cst.NotIn: "not in", cst.Is: "is", cst.IsNot: "is not",
+}
+
+
+# The builder of each expression node type (:meth:`ExprBuilder.expr`).
+_EXPR_BUILDERS: Dict[type, Callable[[ExprBuilder, Any], Expr]] = {
+    cst.Integer: ExprBuilder._integer,
+    cst.Float: ExprBuilder._float,
+    cst.SimpleString: ExprBuilder._string,
+    cst.ConcatenatedString: ExprBuilder._string,
+    cst.Name: ExprBuilder._name,
+    cst.Attribute: ExprBuilder._attribute,
+    cst.BinaryOperation: ExprBuilder._binary,
+    cst.UnaryOperation: ExprBuilder._unary,
+    cst.BooleanOperation: ExprBuilder._boolean,
+    cst.Comparison: ExprBuilder._comparison,
+    cst.IfExp: ExprBuilder._if_exp,
+    cst.Call: ExprBuilder._call,
+    cst.ListComp: ExprBuilder._comprehension,
+    cst.SetComp: ExprBuilder._comprehension,
+    cst.GeneratorExp: ExprBuilder._comprehension,
+    cst.DictComp: ExprBuilder._dict_comprehension,
+    cst.Tuple: ExprBuilder._sequence,
+    cst.List: ExprBuilder._sequence,
+    cst.Dict: ExprBuilder._dict,
+    cst.Subscript: ExprBuilder._subscript,
 }
