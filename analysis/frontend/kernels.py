@@ -35,6 +35,8 @@ from .walk import code_children, compound_children
 
 # ``with ...:`` statements that launch a device kernel.
 KERNEL_LAUNCHES = ("T.Kernel", "T.ScopeKernel", "T.ClusterKernel")
+# A launch's threads, the span of ``threads=``, and its grid.
+Launch = Tuple[Optional[Expr], Optional[Span], Tuple[Expr, ...]]
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,6 @@ class ChunkModel:
     iter_helpers: Tuple[IterHelper, ...] = ()
 
 
-
 class ChunkBuilder(StatementBuilder, ModuleFacts):
     """One chunk's :class:`ChunkModel`: its kernels (found here), statements
     (:class:`StatementBuilder`) and module facts (:class:`ModuleFacts`)."""
@@ -61,7 +62,6 @@ class ChunkBuilder(StatementBuilder, ModuleFacts):
     def __init__(self, text: str, start_line: int, aliases: Aliases,
                  positions: Dict[int, Tuple[int, int, int, int]]) -> None:
         super().__init__(text, start_line, aliases, positions)
-        self.positions = positions
         self.kernels: List[Kernel] = []
         self.constants: List[Tuple[str, Expr]] = []
         self.calls: List[CallSite] = []
@@ -187,53 +187,70 @@ class ChunkBuilder(StatementBuilder, ModuleFacts):
     def kernel(self, fn: cst.FunctionDef, style: str, class_name: Optional[str],
                factory: Optional[cst.FunctionDef], factory_locals: List[Tuple[str, Expr]],
                macros: Dict[str, Macro], chain: Tuple[Param, ...] = ()) -> None:
+        """The kernels ``fn`` defines: one per ``with T.Kernel(...)`` in its
+        body (the second is ``name#2``...), or, for a prim_func written at the
+        TIR level (no ``T.Kernel``, a ``T.Pipelined`` loop), its whole body."""
         ctx = KernelCtx(macros=dict(macros))
         for name, _ in self.params_of(fn):
             ctx.buffers.add(name)
         locals_: List[Tuple[str, Expr]] = list(factory_locals)
         ctx.locals = locals_
         kernel_with: Optional[cst.With] = None
+        launch: Launch = (None, None, ())
         body: List[Stmt] = []
-        threads = None
-        threads_span = None
-        grid: Tuple[Expr, ...] = ()
-        # Statements before ``with T.Kernel`` in the prim_func (jit style puts
-        # annotations and T.const here).
         more: List[cst.With] = []  # a second ``with T.Kernel`` is a second device kernel
         for stmt in fn.body.body:
             found = self.find_kernel_with(stmt)
             if found is not None and kernel_with is not None:
                 more.append(found)
-                continue
-            if found is not None and kernel_with is None:
+            elif found is not None:
                 kernel_with = found
-                threads, threads_span, grid = self.kernel_launch(found)
+                launch = self.kernel_launch(found)
                 body = self.block(found.body, ctx, macros=ctx.macros, locals_out=locals_)
-                continue
-            if isinstance(stmt, cst.SimpleStatementLine):
-                for small in stmt.body:
-                    if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
-                        ann = self.expr(small.annotation.annotation)
-                        ctx.buffers.add(small.target.value)
-                        if small.value is not None:
-                            locals_.append((small.target.value, self.expr(small.value)))
-                        elif isinstance(ann, Call):
-                            locals_.append((small.target.value, ann))
-                    elif isinstance(small, cst.Assign):
-                        val = small.value
-                        if isinstance(val, cst.Call) and (self.dotted(val.func) or "") in (
-                                "T.empty", "T.Tensor", "T.Buffer"):
-                            for t in small.targets:
-                                if isinstance(t.target, cst.Name):
-                                    ctx.buffers.add(t.target.value)
-                        for t in small.targets:
-                            self.assign_target(t.target, val, locals_)
-            elif isinstance(stmt, cst.FunctionDef):
-                self.record_macro(stmt, ctx.macros)
+            else:
+                self.kernel_prelude(stmt, ctx, locals_)
         if kernel_with is None and _has_pipelined(fn, self):
             # A prim_func written at the TIR level (no ``T.Kernel``): its body is
             # what the passes see.
             body = self.block(fn.body, ctx, macros=ctx.macros, locals_out=locals_)
+        first = self.kernel_model(fn, style, class_name, factory, chain, kernel_with, launch,
+                                  body, ctx)
+        self.kernels.append(first)
+        for i, extra in enumerate(more, start=2):
+            self.kernels.append(self.next_launch(first, i, extra, ctx, locals_))
+
+    def kernel_prelude(self, stmt: cst.CSTNode, ctx: KernelCtx,
+                       locals_: List[Tuple[str, Expr]]) -> None:
+        """A statement of the prim_func outside ``with T.Kernel`` (jit style puts
+        annotations and ``T.const`` before it): buffers it declares, locals it
+        assigns, macros it defines."""
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                    ann = self.expr(small.annotation.annotation)
+                    ctx.buffers.add(small.target.value)
+                    if small.value is not None:
+                        locals_.append((small.target.value, self.expr(small.value)))
+                    elif isinstance(ann, Call):
+                        locals_.append((small.target.value, ann))
+                elif isinstance(small, cst.Assign):
+                    val = small.value
+                    if isinstance(val, cst.Call) and (self.dotted(val.func) or "") in (
+                            "T.empty", "T.Tensor", "T.Buffer"):
+                        for t in small.targets:
+                            if isinstance(t.target, cst.Name):
+                                ctx.buffers.add(t.target.value)
+                    for t in small.targets:
+                        self.assign_target(t.target, val, locals_)
+        elif isinstance(stmt, cst.FunctionDef):
+            self.record_macro(stmt, ctx.macros)
+
+    def kernel_model(self, fn: cst.FunctionDef, style: str, class_name: Optional[str],
+                     factory: Optional[cst.FunctionDef], chain: Tuple[Param, ...],
+                     kernel_with: Optional[cst.With], launch: "Launch", body: List[Stmt],
+                     ctx: KernelCtx) -> Kernel:
+        """The :class:`Kernel` of ``fn`` once its body is built."""
+        threads, threads_span, grid = launch
         dialect = "ascend" if self.aliases.ascend else "npu" if self.aliases.npu_fork else "cuda"
         fspan = self.span(fn)
         # The def line, not the decorators.
@@ -241,8 +258,7 @@ class ChunkBuilder(StatementBuilder, ModuleFacts):
         bindings = self.comment_bindings(fn)
         if factory is not None:
             bindings = self.comment_bindings(factory) + bindings
-        attrs = tuple(ctx.attrs)
-        self.kernels.append(Kernel(
+        return Kernel(
             name=fn.name.value,
             span=def_span,
             name_span=self.span(fn.name),
@@ -258,26 +274,28 @@ class ChunkBuilder(StatementBuilder, ModuleFacts):
             grid=grid,
             allocs=tuple(ctx.allocs),
             body=tuple(body),
-            locals=tuple(locals_),
+            locals=tuple(ctx.locals),
             comment_bindings=tuple(bindings),
-            attrs=attrs,
+            attrs=tuple(ctx.attrs),
             class_name=class_name,
-        ))
-        first = self.kernels[-1]
-        for i, extra in enumerate(more, start=2):
-            ctx2 = KernelCtx(macros=dict(ctx.macros), buffers=set(ctx.buffers),
-                              attrs=list(ctx.attrs))
-            locals2 = list(locals_)
-            ctx2.locals = locals2
-            threads2, threads_span2, grid2 = self.kernel_launch(extra)
-            body2 = self.block(extra.body, ctx2, macros=ctx2.macros, locals_out=locals2)
-            self.kernels.append(dataclasses.replace(
-                first, name=f"{first.name}#{i}", threads=threads2, threads_span=threads_span2,
-                kernel_span=self.span(extra), grid=grid2, allocs=tuple(ctx2.allocs),
-                body=tuple(body2), locals=tuple(locals2), attrs=tuple(ctx2.attrs)))
+        )
 
-    def kernel_launch(self, kernel_with: cst.With
-                      ) -> Tuple[Optional[Expr], Optional[Span], Tuple[Expr, ...]]:
+    def next_launch(self, first: Kernel, i: int, extra: cst.With, ctx: KernelCtx,
+                    locals_: List[Tuple[str, Expr]]) -> Kernel:
+        """The ``i``-th ``with T.Kernel`` of the function of ``first``: a kernel
+        of its own, seeing the buffers, macros and locals of the prelude."""
+        ctx2 = KernelCtx(macros=dict(ctx.macros), buffers=set(ctx.buffers),
+                         attrs=list(ctx.attrs))
+        locals2 = list(locals_)
+        ctx2.locals = locals2
+        threads2, threads_span2, grid2 = self.kernel_launch(extra)
+        body2 = self.block(extra.body, ctx2, macros=ctx2.macros, locals_out=locals2)
+        return dataclasses.replace(
+            first, name=f"{first.name}#{i}", threads=threads2, threads_span=threads_span2,
+            kernel_span=self.span(extra), grid=grid2, allocs=tuple(ctx2.allocs),
+            body=tuple(body2), locals=tuple(locals2), attrs=tuple(ctx2.attrs))
+
+    def kernel_launch(self, kernel_with: cst.With) -> "Launch":
         """threads, the span of ``threads=``, and the grid of ``with T.Kernel(...)``."""
         threads = None
         threads_span = None
