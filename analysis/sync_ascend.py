@@ -718,27 +718,7 @@ def _plan_outer(stmt: Stmt, nodes: List[Union[Task, LoopUnit]], kernel: Kernel, 
     iteration), else 1."""
     loop = stmt.loop
     assert loop is not None
-    flat = [t for x in nodes for t in (x.src_body if isinstance(x, LoopUnit) else [x])]
-    fixed: Dict[str, int] = {}
-    free: List[str] = []
-    for x in nodes:
-        if isinstance(x, LoopUnit):
-            continue
-        for b in list(x.writes) + list(x.reads):
-            if _mem(b, memory) in ("GM", "REG") or b in fixed or b in free:
-                continue
-            first = next(t for t in flat if b in t.writes or b in t.reads)
-            eligible = b in first.writes and b not in first.reads
-            if b not in state.loop_bufs:
-                state.loop_bufs.append(b)
-            if eligible and b in annotated:
-                fixed[b] = annotated[b]
-                state.versions[b] = annotated[b]
-            elif eligible:
-                free.append(b)
-                state.versions.setdefault(b, 1)
-            else:
-                state.versions.setdefault(b, 1)
+    fixed, free = _outer_buffers(nodes, memory, annotated, state)
     trip, why, guards = serial_trip_count(loop, env, kernel)
     extent = trip if trip is not None else _UNKNOWN_EXTENT
     tainted = _loop_tainted(loop)
@@ -780,6 +760,37 @@ def _plan_outer(stmt: Stmt, nodes: List[Union[Task, LoopUnit]], kernel: Kernel, 
     rnode = compose_loop_node([rnodes[i] for i in order], [times[i] for i in order], ii, extent)
     body = [nodes[i - guards] for i in order if i >= guards]
     return OuterUnit(loop, body, extent, tainted, rnode, "", inp, times, ii, guards=guards)
+
+
+def _outer_buffers(nodes: Sequence[Union[Task, LoopUnit]], memory: Dict[str, str],
+                   annotated: Dict[str, int], state: "_PlanState"
+                   ) -> Tuple[Dict[str, int], List[str]]:
+    """The serial loop's own on-chip buffers (those of its statements outside
+    the pipelined loops): the annotated versions of the multi-buffer eligible
+    ones (written before any read in an iteration) and the eligible ones the
+    scheduler picks versions for; the others have 1.  Fills ``state``."""
+    flat = [t for x in nodes for t in (x.src_body if isinstance(x, LoopUnit) else [x])]
+    fixed: Dict[str, int] = {}
+    free: List[str] = []
+    for x in nodes:
+        if isinstance(x, LoopUnit):
+            continue
+        for b in list(x.writes) + list(x.reads):
+            if _mem(b, memory) in ("GM", "REG") or b in fixed or b in free:
+                continue
+            first = next(t for t in flat if b in t.writes or b in t.reads)
+            eligible = b in first.writes and b not in first.reads
+            if b not in state.loop_bufs:
+                state.loop_bufs.append(b)
+            if eligible and b in annotated:
+                fixed[b] = annotated[b]
+                state.versions[b] = annotated[b]
+            elif eligible:
+                free.append(b)
+                state.versions.setdefault(b, 1)
+            else:
+                state.versions.setdefault(b, 1)
+    return fixed, free
 
 
 _PERSISTENT_ARGS = ("domain", "wave_size", "index", "group_size", "num_stages")
@@ -872,28 +883,48 @@ def _plan_loop(loop: Loop, loop_id: int, kernel: Kernel, env: Env, memory: Dict[
     src_body = [t for t in (_make_task(s, memory, "loop") for s in body_stmts) if t is not None]
     for t in src_body:
         t.loop_id = loop_id
-    own: List[str] = []
-    for t in src_body:
-        for b in list(t.writes) + list(t.reads):
-            if _mem(b, memory) not in ("GM", "REG") and b not in own:
-                own.append(b)
-    # A buffer is multi-buffer eligible when the loop writes it before any
-    # read in the same iteration (it is fully redefined each iteration).
-    eligible = []
-    for b in own:
-        first = next((t for t in src_body if b in t.writes or b in t.reads), None)
-        if first is not None and b in first.writes and b not in first.reads:
-            eligible.append(b)
-
-    # -- the auto-scheduler's order ----------------------------------------
+    own, eligible = _loop_buffers(src_body, memory)
     extras = [k for k, _ in loop.annotations]
     if loop.order is not None:
         extras.append("order")
     if loop.stage is not None:
         extras.append("stage")
-    # Loop statements that do work the model cannot place on a pipe (a SimdVF
-    # body of S.* intrinsics, an unknown T.* call): the compiler schedules them,
-    # so no order that leaves them out can be claimed as its order.
+    schedule = schedule_loop(
+        src_body, kernel, env, memory, annotated, eligible, max(1, num_stages or 1),
+        lambda a, b, cross: _conflict(a, b, memory, cross, tainted), extras,
+        _unplaced(body_stmts, memory))
+    if schedule.exact:
+        body = [src_body[i] for i in schedule.order]
+    else:
+        body = _levels(src_body, memory, tainted)
+    source_order = tuple(next(i for i, u in enumerate(src_body) if u is t) for t in body)
+    exact = _loop_versions(own, eligible, annotated, dict(schedule.versions),
+                           max(1, num_stages or 1), versions, ranges, loop_bufs)
+    return LoopUnit(loop, loop_id, src_body, body, schedule, extent, tainted,
+                    source_order), exact
+
+
+def _loop_buffers(src_body: Sequence[Task], memory: Dict[str, str]
+                  ) -> Tuple[List[str], List[str]]:
+    """The loop's on-chip buffers, and those that are multi-buffer eligible:
+    written before any read in an iteration (fully redefined each one)."""
+    own: List[str] = []
+    for t in src_body:
+        for b in list(t.writes) + list(t.reads):
+            if _mem(b, memory) not in ("GM", "REG") and b not in own:
+                own.append(b)
+    eligible = []
+    for b in own:
+        first = next((t for t in src_body if b in t.writes or b in t.reads), None)
+        if first is not None and b in first.writes and b not in first.reads:
+            eligible.append(b)
+    return own, eligible
+
+
+def _unplaced(body_stmts: Sequence[Stmt], memory: Dict[str, str]) -> List[str]:
+    """Loop statements that do work the model cannot place on a pipe (an
+    unknown T.* call, a loop of them): the compiler schedules them, so no
+    order that leaves them out can be claimed as its order."""
     unseen = []
     for st in body_stmts:
         if classify(st, memory) is not None:
@@ -904,16 +935,15 @@ def _plan_loop(loop: Loop, loop_id: int, kernel: Kernel, env: Env, memory: Dict[
         elif st.kind in ("call", "loop", "serial", "macro", "if"):
             label = st.label if len(st.label) <= 40 else st.label[:39] + "…"
             unseen.append(f"`{label}`")
-    schedule = schedule_loop(
-        src_body, kernel, env, memory, annotated, eligible, max(1, num_stages or 1),
-        lambda a, b, cross: _conflict(a, b, memory, cross, tainted), extras, unseen)
-    if schedule.exact:
-        body = [src_body[i] for i in schedule.order]
-    else:
-        body = _levels(src_body, memory, tainted)
-    source_order = tuple(next(i for i, u in enumerate(src_body) if u is t) for t in body)
+    return unseen
 
-    chosen = dict(schedule.versions)
+
+def _loop_versions(own: Sequence[str], eligible: Sequence[str], annotated: Dict[str, int],
+                   chosen: Dict[str, int], bound: int, versions: Dict[str, int],
+                   ranges: List[Tuple[str, int, int]], loop_bufs: List[str]) -> bool:
+    """Each buffer's versions: annotated (when eligible; else the annotation
+    does nothing), chosen by the scheduler, or, without its answer, a range up
+    to ``bound``; False when a range stands in for a version count."""
     exact = True
     for b in own:
         if b not in loop_bufs:
@@ -926,13 +956,11 @@ def _plan_loop(loop: Loop, loop_id: int, kernel: Kernel, env: Env, memory: Dict[
             versions[b] = chosen[b]
         elif b in eligible:
             exact = False
-            hi = max(1, num_stages or 1)
-            ranges.append((b, 1, hi))
-            versions[b] = hi
+            ranges.append((b, 1, bound))
+            versions[b] = bound
         else:
             versions[b] = 1
-    return LoopUnit(loop, loop_id, src_body, body, schedule, extent, tainted,
-                    source_order), exact
+    return exact
 
 
 def _root_order(nodes: Sequence[Union[Task, LoopUnit, OuterUnit]], kernel: Kernel, env: Env,
