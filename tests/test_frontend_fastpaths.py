@@ -156,3 +156,40 @@ def test_parsed_scan_on_tricky_statements() -> None:
         "z = (1 +\n     2)\n\n# tail\n"
     )
     assert _every_chunk_scan_agrees(source) == 7
+
+
+def test_too_deep_for_the_position_pass_is_tl001() -> None:
+    """A kernel loop bound written as a sum of 800 terms is a left-nested chain
+    of 800 BinaryOperation nodes: CPython's parser and libcst's accept it, but
+    libcst's code-generation pass (which computes the positions) recurses a few
+    frames per level and runs past Python's default limit of 1,000 frames.
+    That RecursionError must come out as the documented TL001 for the chunk
+    ("nests too deeply to analyse"), with the other chunks analysed; it used to
+    surface as a KeyError from the position bookkeeping (the range of the ``for``
+    statement asked for the end of a body that was never generated), and
+    parse_module raised."""
+    bound = "+".join(["4"] * 800)
+    source = (
+        "import tilelang.language as T\n"
+        "\n"
+        "N = 4\n"
+        "\n"
+        "\n"
+        "@T.prim_func\n"
+        "def k(A: T.Tensor((1024,), \"float16\")):\n"
+        "    with T.Kernel(8, threads=128) as bx:\n"
+        "        S = T.alloc_shared((64,), \"float16\")\n"
+        f"        for i in T.Pipelined({bound}, num_stages=2):\n"
+        "            T.copy(A[i], S)\n"
+        "\n"
+        "\n"
+        "@T.prim_func\n"
+        "def k2(A: T.Tensor((1024,), \"float16\")):\n"
+        "    with T.Kernel(8, threads=128) as bx:\n"
+        "        S = T.alloc_shared((64,), \"float16\")\n"
+        "        for i in T.Pipelined(N, num_stages=2):\n"
+        "            T.copy(A[i], S)\n")
+    module = frontend.parse_module(source)
+    assert [(p.code, p.span.line, p.message) for p in module.problems] == \
+        [("TL001", 6, "this statement nests too deeply to analyse")]
+    assert [k.name for k in module.kernels] == ["k2"]

@@ -39,9 +39,8 @@ class ChunkTree:
         self.leaves = leaves
 
 
-
 def fast_positions(module: cst.Module, leaves: bool = False
-               ) -> Tuple[Dict[int, Tuple[int, int, int, int]], "Leaves"]:
+                   ) -> Tuple[Dict[int, Tuple[int, int, int, int]], "Leaves"]:
     """The ranges of libcst's ``PositionProvider``, faster: ``id(node)`` →
     ``(start line, start column, end line, end column)``.
 
@@ -86,6 +85,11 @@ class _Syntactic:
         self.column = self.state.column
 
     def __exit__(self, *exc: object) -> None:
+        if exc[0] is not None:
+            # Code generation failed inside (a RecursionError on deep nesting):
+            # the nodes this range needs were never recorded, and the failure
+            # must reach the caller as it is (not as a KeyError from here).
+            return
         st = self.state
         computed = st.computed
         if self.start_node is not None:
