@@ -356,6 +356,13 @@ def task_cost(task: TaskLike, kernel: Kernel, env: Env, memory: Dict[str, str],
             # memory term (measured: SimdVF(latency=40) -> 40/40, SimtVF 60 -> 60/60).
             return given, given
     if st.kind == "vf":
+        # The compiler's estimate (OperationCounter on the lowered block) is
+        # max(ops, UB bytes read / 256), ops counting every call node once
+        # (default throughput 0: each S.* intrinsic and each operand's
+        # access_ptr) and each index operation (``_tmp * step`` of a
+        # ``range(0, n, step)``) at max(1, ceil(trips / 51)).  Measured: a
+        # vld/vmuls/vsts loop 8 (2 or 8 trips; 512 B or 2 KiB read), with a
+        # vadds 9, over 8 KiB 32.  Not modelled: the frontend keeps no range step.
         raise Unmodelled("a T.SimdVF block without latency= (the compiler counts the "
                          "operations of its lowered intrinsics)")
     if st.kind == "copy":
