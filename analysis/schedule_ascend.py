@@ -389,7 +389,8 @@ def vf_scope_call(st: Stmt, func: str) -> Optional[Tuple[Span, Call]]:
 
 def vf_latency(st: Stmt, env: Env) -> Optional[int]:
     """``latency=`` of the innermost VF block around ``st`` when it is given
-    and positive (0, the default, leaves the cost to the compiler's model)."""
+    and positive (0, the default, leaves the cost to the compiler's model);
+    raises :class:`Unmodelled` when it is given but its value is not known."""
     for _, call in reversed(st.scope_calls):
         if not isinstance(call, Call) or call.func not in _VF_LATENCY_ARG:
             continue
@@ -397,8 +398,12 @@ def vf_latency(st: Stmt, env: Env) -> Optional[int]:
         value = dict(call.kwargs).get("latency")
         if value is None and len(call.args) > pos:
             value = call.args[pos]
-        n = env.eval_int(value) if value is not None else None
-        return n if n is not None and n > 0 else None
+        if value is None:
+            return None
+        n = env.eval_int(value)
+        if n is None:
+            raise Unmodelled(f"the value of {call.func}(latency=…) is not known")
+        return n if n > 0 else None
     return None
 
 

@@ -246,6 +246,10 @@ def test_a_simd_block_of_intrinsics_is_one_v_task():
     plan = _plan_src(src.replace("T.SimdVF(latency=40)", "T.SimdVF()"))
     assert plan.schedule.exact and plan.schedule.ii is None
     assert "T.SimdVF block without latency=" in plan.schedule.reason
+    # A latency= whose value is not known here is said so, not taken for 0.
+    plan = _plan_src(src.replace("T.SimdVF(latency=40)", "T.SimdVF(latency=lat)"))
+    assert plan.schedule.ii is None
+    assert "the value of T.SimdVF(latency=…) is not known" in plan.schedule.reason
 
 
 def test_two_simd_blocks_are_two_tasks():
