@@ -504,3 +504,16 @@ def test_gm_writes_share_the_store_port(oracle):
     assert [2, 5] in theirs["resource_deps"]
     _, plan = _plan("mixed_workspace.py")
     assert (2, 5) in plan.schedule.input.resource_deps
+
+
+@pytest.mark.parametrize("name,pos,latency", [("vec_simd_intrinsics_v4.py", 1, 40),
+                                              ("vec_simd_parallel_latency.py", 1, 50),
+                                              ("vec_simt_latency.py", 2, 60)])
+def test_latency_argument_is_the_vf_tasks_cost(oracle, name, pos, latency):
+    """latency= of a T.SimdVF or T.SimtVF block is the V task's latency and
+    its II in the compiler's scheduler input (no memory term); ours too."""
+    (theirs,) = oracle[name]["scheduler"]
+    assert theirs["latencies"][pos] == theirs["iis"][pos] == latency
+    _, plan = _plan(name)
+    inp = plan.schedule.input
+    assert inp.latencies[pos] == inp.iis[pos] == latency
