@@ -290,10 +290,19 @@ def instance_core(base_kernel: Kernel, env: values.Env, target: str, source: Opt
     ws_mode, ws = planned.ws_mode, planned.warp_specialized
     loop_results: List[LoopResult] = []
     kdiags: List[Diagnostic] = []
+    per_loop: List[List[Diagnostic]] = []
     for lr, ld in zip(planned.loops, planned.errors, strict=True):
         ldiags = [rules.planning_diagnostic(e) for e in ld]
         ldiags += rules.validate_loop(lr, allocs, target, env, source)
         loop_results.append(_attempted(lr, ldiags))
+        per_loop.append(ldiags)
+    if tinfo is not None and tinfo.kind == "cuda" and kernel.dialect == "cuda":
+        # Measured on CUDA targets (layout inference, docs/compiler-notes.md).
+        for i, extra in enumerate(rules.outside_uses(kernel.body, loop_results)):
+            if extra:
+                per_loop[i] = per_loop[i] + extra
+                loop_results[i] = _attempted(loop_results[i], per_loop[i])
+    for ldiags in per_loop:
         kdiags.extend(ldiags)
     if ws_mode == "fallback":
         kdiags.extend(_ws_fallback(kernel, loop_results, env))

@@ -11,7 +11,7 @@
    used and lowered for the finding's target (``enable_device_compile=False``,
    no GPU needed).
 
-   * a predicted compile error (TL101-TL104, TL107, TL108, TL112, TL302, TL303)
+   * a predicted compile error (TL101-TL104, TL107, TL108, TL112, TL115, TL302, TL303)
      is *confirmed* when the compiler fails with that error (the message family
      of ``verify_worker.MESSAGE_CODES``), *refuted* when the kernel lowers;
    * TL201 / TL202: *confirmed* when the compiler's arena (merged dynamic
@@ -54,7 +54,8 @@ ROOT = Path(__file__).resolve().parent.parent
 from tilelint.analysis import Settings, analyze, packing, targets as targets_mod  # noqa: E402
 from tilelint.server.verify import VerifyWorker  # noqa: E402
 
-COMPILE_ERRORS = ("TL101", "TL102", "TL103", "TL104", "TL107", "TL108", "TL112", "TL302", "TL303")
+COMPILE_ERRORS = ("TL101", "TL102", "TL103", "TL104", "TL107", "TL108", "TL112", "TL115", "TL302",
+                  "TL303")
 LOOP_WARNINGS = ("TL105", "TL106", "TL109", "TL110", "TL111", "TL113")
 CONFIRMED, REFUTED, UNVERIFIABLE = "confirmed", "refuted", "unverifiable"
 

@@ -52,7 +52,7 @@ INSTALL_HINT = ("the compiler is not installed: verification needs tilelang 0.1.
                 "interpreter that runs tilelint (pip install 'tilelint[compiler]'), or point "
                 "TILELINT_COMPILER_PYTHON / --python at an interpreter that has it")
 VALIDATION = ("TL101", "TL102", "TL103", "TL104", "TL105", "TL107", "TL108", "TL112",
-              "TL302", "TL303")
+              "TL115", "TL302", "TL303")
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 COULD_NOT = "could not verify:"
 

@@ -63,6 +63,7 @@ MESSAGE_CODES = (
     ("TL107", r"dependency on multiple async stages"),
     ("TL108", r"Multiple writes to overlapping buffer regions"),
     ("TL112", r"number of stages should be equal to the number of pipeline stages"),
+    ("TL115", r"InputShape\(\) = \([^)]*\) shape = \("),
     ("TL302", r"mutex_running <= kMaxBufId|total spilled mutex slots"),
     ("TL303", r"cross_core_base >= 0|cross-core flag"),
 )

@@ -23,6 +23,7 @@ from tilelint.server.verify import VerifyWorker, compare
 ROOT = Path(__file__).resolve().parent.parent
 PARITY = ROOT / "tests" / "fixtures" / "parity"
 GEMM = PARITY / "gemm_ns3.py"
+UNPREDICTED = ROOT / "tests" / "fixtures" / "verify" / "pipelined_in_parallel.py"
 
 
 def need_compiler() -> None:
@@ -217,11 +218,20 @@ def test_predicted_error_agrees(worker) -> None:
 
 
 def test_unpredicted_compiler_error_is_tl911(worker) -> None:
-    # The compiler's layout inference rejects this kernel; tilelint has no rule for it.
+    # The compiler's semantic check rejects this kernel; tilelint has no rule for it.
+    res = worker.verify(str(UNPREDICTED), None, "sm_80")
+    assert res.ran, res.error
+    tl911 = [d for d in res.diagnostics if d.code == "TL911"]
+    assert len(tl911) == 1 and "nested inside a parallel loop" in tl911[0].message
+
+
+def test_layout_inference_failure_is_predicted_by_tl115(worker) -> None:
+    # A buffer the loop multi-versions, used before the loop: layout inference
+    # fails (InputShape), which TL115 predicts, so verify agrees.
     res = worker.verify(str(PARITY / "start_stop_shared_outside.py"), None, "sm_80")
     assert res.ran, res.error
-    assert [d.code for d in res.diagnostics] == ["TL911"]
-    assert "InputShape" in res.diagnostics[0].message
+    assert res.kernels[0].compiler_error["code"] == "TL115"
+    assert res.kernels[0].agrees and not res.diagnostics
 
 
 def test_import_failure_is_tl911_at_its_line(worker, tmp_path: Path) -> None:
@@ -286,6 +296,6 @@ def test_cli_verify(tmp_path: Path) -> None:
     assert data["ran"] and data["kernels"][0]["agrees"]
     assert data["sync_code"] and "cp_async_wait" in data["sync_code"][0]["code"]
     proc = subprocess.run([sys.executable, "-m", "tilelint.server.cli", "verify",
-                           str(PARITY / "start_stop_shared_outside.py")],
+                           str(UNPREDICTED)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1 and "TL911" in proc.stdout, proc.stdout + proc.stderr

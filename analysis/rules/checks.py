@@ -9,7 +9,7 @@ Each check mirrors a compiler behaviour of tilelang 0.1.15: a hard error in
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from .. import targets as targets_mod
 from ..model import (
@@ -69,6 +69,125 @@ def validate_loop(result: LoopResult, allocs: Dict[str, Alloc], target: str,
     out += _dependency_checks(sts, accs, known_orders, known_stages, bool(duplicates))
     out += _multiple_async_stages(sts, accs, known_stages, allocs, target)
     return out
+
+
+# Statements that move or compute data in a buffer (layout inference gives each
+# buffer they touch a layout); annotations such as T.annotate_layout do not count.
+_DATA_KINDS = frozenset({"copy", "gemm", "fill", "reduce", "parallel", "store", "atomic"})
+
+
+def outside_uses(body: Sequence[Stmt], loops: Sequence[LoopResult]) -> List[List[Diagnostic]]:
+    """TL115, per loop of ``loops`` (the kernel's planned pipelined loops, in
+    order; ``body`` the kernel's): a shared buffer that the loop keeps in two or
+    more versions and that is also touched with another number of versions,
+    which layout inference rejects.  Two uses are checked, both measured:
+    * a data statement outside every pipelined loop (one version): the first
+      such statement gets the finding;
+    * an earlier pipelined loop that keeps the buffer in another number of
+      versions (3 and 2; on sm_90 the warp-specialized loop's 2 and the next
+      loop's 2 x 2): the first statement of this loop touching it does.
+    Uses in the other branch of an ``if`` than the loop are not counted: a
+    condition known when the kernel is traced keeps only one branch."""
+    out: List[List[Diagnostic]] = [[] for _ in loops]
+    branches = _branch_paths(body)
+    outside = _outside_pipelined(body)
+    seen: Dict[str, Tuple[int, LoopResult]] = {}  # buffer -> (versions, its first loop)
+    for i, lr in enumerate(loops):
+        if not lr.pipelined or lr.rejected:
+            continue
+        here = branches.get(lr.loop.span.line, ())
+        counts = {bv.buffer: bv.versions for bv in lr.versions}
+        multi = {b: n for b, n in counts.items() if n > 1}
+        for st in outside:
+            touched = sorted({a.buffer for a in st.reads + st.writes} & multi.keys())
+            if touched and not _exclusive(here, branches.get(st.span.line, ())):
+                out[i].append(_tl115(st, touched, multi, lr, None))
+                break
+        clash = sorted(b for b, n in counts.items()
+                       if b in seen and seen[b][0] != n and max(n, seen[b][0]) > 1
+                       and not _exclusive(here, branches.get(seen[b][1].loop.span.line, ())))
+        if clash and not out[i]:
+            first = next((st for st in _loop_data(lr)
+                          if {a.buffer for a in st.reads + st.writes} & set(clash)), None)
+            if first is not None:
+                out[i].append(_tl115(first, clash, counts, lr, seen[clash[0]]))
+        for b, n in counts.items():
+            seen.setdefault(b, (n, lr))
+    return out
+
+
+# A statement's place among the kernel's if/else branches: ((line of the if,
+# branch), ...), outermost first; branch 0 is the if's body, 1 its else.
+Branches = Tuple[Tuple[int, int], ...]
+
+
+def _branch_paths(stmts: Sequence[Stmt], path: Branches = ()) -> Dict[int, Branches]:
+    """First line of each statement -> its branch path."""
+    out: Dict[int, Branches] = {}
+    for st in stmts:
+        out.setdefault(st.span.line, path)
+        if st.kind == "if":
+            split = st.else_index if st.else_index is not None else len(st.children)
+            out.update(_branch_paths(st.children[:split], path + ((st.span.line, 0),)))
+            out.update(_branch_paths(st.children[split:], path + ((st.span.line, 1),)))
+        else:
+            out.update(_branch_paths(st.children, path))
+    return out
+
+
+def _exclusive(a: Branches, b: Branches) -> bool:
+    """Do two branch paths sit in different branches of one if?"""
+    sides = dict(a)
+    return any(line in sides and sides[line] != side for line, side in b)
+
+
+def _tl115(st: Stmt, touched: Sequence[str], counts: Dict[str, int], lr: LoopResult,
+           other: Optional[Tuple[int, LoopResult]]) -> Diagnostic:
+    names = ", ".join(f"`{b}` (x{counts[b]})" for b in touched)
+    be = "is" if len(touched) == 1 else "are"
+    if other is None:
+        where = (f"{names} {be} multi-versioned by the pipelined loop at line "
+                 f"{lr.loop.span.line} and also used here, outside it")
+        related = [Related(lr.loop.iter_span, "the loop that versions the buffer")]
+        fix = "Use separate buffers outside the loop."
+    else:
+        n0, lr0 = other
+        where = (f"{names} {be} versioned here, in the pipelined loop at line "
+                 f"{lr.loop.span.line}, and x{n0} in the pipelined loop at line "
+                 f"{lr0.loop.span.line}")
+        related = [Related(lr0.loop.iter_span, f"the loop that keeps x{n0}")]
+        fix = "Use separate buffers in the two loops."
+    return diagnostic(
+        "TL115", st.span,
+        f"{where}: layout inference cannot give one buffer two numbers of versions, so "
+        f"lowering fails (InputShape() vs shape). {fix}", related=related)
+
+
+def _loop_data(lr: LoopResult) -> List[Stmt]:
+    """The data statements of a planned loop's body, in order."""
+    out: List[Stmt] = []
+    for s in lr.statements:
+        for st in walk_stmt(s.stmt):
+            if st.kind in _DATA_KINDS:
+                out.append(st)
+    return out
+
+
+def _outside_pipelined(stmts: Sequence[Stmt]) -> List[Stmt]:
+    """The data statements of ``stmts`` that no T.Pipelined loop contains (and
+    that contain none: a T.Parallel around a pipelined loop is not one)."""
+    out: List[Stmt] = []
+    for st in stmts:
+        if _is_pipelined(st):
+            continue
+        if st.kind in _DATA_KINDS and not any(_is_pipelined(x) for x in walk_stmt(st)):
+            out.append(st)
+        out.extend(_outside_pipelined(st.children))
+    return out
+
+
+def _is_pipelined(st: Stmt) -> bool:
+    return st.loop is not None and st.loop.kind == "pipelined"
 
 
 def _given(entries: Optional[Sequence[object]]) -> bool:

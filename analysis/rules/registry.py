@@ -40,6 +40,35 @@ _GEMM_BODY = """\
     T.gemm(A_shared, B_shared, C_local)"""
 _GEMM_BODY_NESTED = "\n".join("    " + line for line in _GEMM_BODY.splitlines())
 
+_TL115_BAD = _CUDA_HEAD + '''
+
+@T.prim_func
+def main(A: T.Tensor((1024, 1024), "float16"), B: T.Tensor((1024, 1024), "float16"),
+         C: T.Tensor((1024, 1024), "float16")):
+    with T.Kernel(8, 8, threads=128) as (bx, by):
+        A_shared = T.alloc_shared((128, 32), "float16")
+        B_shared = T.alloc_shared((32, 128), "float16")
+        C_local = T.alloc_fragment((128, 128), "float32")
+        T.clear(C_local)
+        T.copy(A[by * 128, 0], A_shared)  # the first tile, outside the loop
+        T.copy(B[0, bx * 128], B_shared)
+        T.gemm(A_shared, B_shared, C_local)
+        for k in T.Pipelined(1, 32, num_stages=2):
+            T.copy(A[by * 128, k * 32], A_shared)
+            T.copy(B[k * 32, bx * 128], B_shared)
+            T.gemm(A_shared, B_shared, C_local)
+        T.copy(C_local, C[by * 128, bx * 128])
+'''
+_TL115_GOOD = _TL115_BAD.replace(
+    "        T.copy(A[by * 128, 0], A_shared)  # the first tile, outside the loop\n"
+    "        T.copy(B[0, bx * 128], B_shared)\n"
+    "        T.gemm(A_shared, B_shared, C_local)\n",
+    "        A_first = T.alloc_shared((128, 32), \"float16\")  # its own buffers\n"
+    "        B_first = T.alloc_shared((32, 128), \"float16\")\n"
+    "        T.copy(A[by * 128, 0], A_first)\n"
+    "        T.copy(B[0, bx * 128], B_first)\n"
+    "        T.gemm(A_first, B_first, C_local)\n")
+
 _TL002_BAD = _CUDA_HEAD + '''
 
 def matmul(M, N, K, block_K):  # called from another module
@@ -401,6 +430,23 @@ RULES: Tuple[Rule, ...] = (
          fix="Nothing to fix for the fork's own compiler. For tilelang 0.1.15, remove the "
              "argument (and give order/stage one entry per statement), or silence the note "
              "with `ignore = [\"TL114\"]`."),
+    Rule("TL115", "pipelined-buffer-used-outside-loop", "error",
+         "A shared buffer that a pipelined loop multi-versions is also used outside it.",
+         what="A statement outside every T.Pipelined loop (a copy, gemm, fill, reduce, "
+              "store or T.Parallel body before or after the loop) reads or writes a shared "
+              "buffer that a pipelined loop keeps in two or more versions.",
+         why="The loop's versions turn the buffer into an array of tiles (a 128x32 tile at "
+             "num_stages=2 becomes (2, 128, 32)) while the statement outside the loop uses "
+             "one tile. Layout inference cannot give the buffer both shapes and stops with "
+             "'InputShape() = (128, 32) shape = (2, 128, 32)', a failure without a source "
+             "line. Measured with tilelang 0.1.15 on sm_80 and sm_90: a use before the loop "
+             "or after it fails, a lone copy before it fails too; with num_stages=1 (one "
+             "version) the kernel lowers.",
+         bad_example=_TL115_BAD,
+         good_example=_TL115_GOOD,
+         fix="Give the statements outside the loop their own buffers (a first tile "
+             "computed before the loop, an epilogue after it), or move that work into the "
+             "loop."),
     Rule("TL201", "shared-memory-overflow", "error",
          "Shared memory exceeds the target's per-block limit.",
          what="The kernel's merged shared-memory arena (every multi-versioned buffer, after "

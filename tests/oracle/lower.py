@@ -47,6 +47,8 @@ ERROR_CODES = (
     ("TL107", re.compile(r"dependency on multiple async stages", re.I)),
     ("TL108", re.compile(r"Multiple writes to overlapping buffer regions")),
     ("TL112", re.compile(r"number of stages should be equal to the number of pipeline stages")),
+    # Layout inference: a multi-versioned shared buffer also used outside its loop.
+    ("TL115", re.compile(r"InputShape\(\) = \([^)]*\) shape = \(")),
 )
 LOCATION_RE = re.compile(r"-->\s*(?P<file>[^\n]*?):(?P<line>\d+):(?P<col>\d+)")
 
