@@ -560,14 +560,16 @@ class ParseCache:
     def _parse(self, text: str, start_line: int, aliases: frontend.Aliases,
                before: Optional[str]) -> frontend.ChunkModel:
         """Parse a chunk, re-using the tree of the text it had before the edit
-        (or of one of the last chunks parsed) when the edit is inside one token.
+        (or of one of the last chunks parsed) when the edit is inside one token
+        or one simple statement line.
         After a whole parse, the tree of the text before is made from the new
         one the same way, so that the next edit of the chunk (say, the next
         default changed) finds it."""
         trees = self._trees
         first = trees.get(before) if before is not None else None
         for old in ([first] if first is not None else []) + list(trees.values())[-2:]:
-            hit = frontend.reparse_token(old, text, start_line, aliases)
+            hit = frontend.reparse_token(old, text, start_line, aliases) or \
+                frontend.reparse_line(old, text, start_line, aliases)
             if hit is not None:
                 self.reparsed += 1
                 self._keep_tree(hit[1])

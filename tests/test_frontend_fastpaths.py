@@ -193,3 +193,81 @@ def test_too_deep_for_the_position_pass_is_tl001() -> None:
     assert [(p.code, p.span.line, p.message) for p in module.problems] == \
         [("TL001", 6, "this statement nests too deeply to analyse")]
     assert [k.name for k in module.kernels] == ["k2"]
+
+
+# -- re-parsing an edit from the old tree (frontend.reparse) -------------------------------
+
+_PARITY = sorted((Path(__file__).parent / "fixtures" / "parity").glob("*.py"))[::4]
+# Statement lines typed over a kernel's statement (as an editor sends them).
+_TYPED = ["T", "T.c", "T.copy", "T.copy(A[by * block_M, k * block_K], A_shared)",
+          "T.copy(A[by * block_M, k * block_K], A_shared)  # typed", "x = 3", "x = 30",
+          "T.clear(C_local)", "pass"]
+
+
+def _typed_lines(text: str) -> List[int]:
+    lines = text.split("\n")
+    return [i for i, ln in enumerate(lines)
+            if ln.startswith("        ") and ln.lstrip().startswith(("T.copy(", "T.gemm("))
+            and ln.rstrip().endswith(")")][:2]
+
+
+@pytest.mark.parametrize("path", _PARITY, ids=lambda p: p.stem)
+def test_reparsed_edits_equal_a_whole_parse(path: Path) -> None:
+    """A statement line typed one state at a time (each state re-parsed from the
+    tree of the one before, as the host does), and a number and a name edited
+    in place: every model equals what parsing the text whole gives."""
+    src = frontend.normalise_newlines(path.read_text(encoding="utf-8"))
+    aliases = frontend.find_aliases(src)
+    patched = 0
+    for chunk in frontend.split_chunks(src):
+        _model, tree = frontend.parse_chunk_tree(chunk.text, chunk.start_line, aliases)
+        if tree is None:
+            continue
+        lines = chunk.text.split("\n")
+        for i in _typed_lines(chunk.text):
+            indent = lines[i][:len(lines[i]) - len(lines[i].lstrip())]
+            cur = tree
+            for body in _TYPED:
+                text = "\n".join(lines[:i] + [indent + body] + lines[i + 1:])
+                got = frontend.reparse_token(cur, text, chunk.start_line, aliases) or \
+                    frontend.reparse_line(cur, text, chunk.start_line, aliases)
+                whole, whole_tree = frontend.parse_chunk_tree(text, chunk.start_line, aliases)
+                if got is None:
+                    cur = whole_tree
+                    continue
+                assert got[0] == whole, (path.name, i, body)
+                patched += 1
+                cur = got[1]
+    assert patched > 0
+
+
+def test_reparse_line_keeps_what_it_cannot_patch_whole() -> None:
+    """A compound header, a changed indentation, a line that does not parse on
+    its own, or an edit across lines: reparse_line declines (None)."""
+    src = ("def f(x):\n    for k in r:\n        T.copy(A, B)\n        y = 1\n    return x\n")
+    _m, tree = frontend.parse_chunk_tree(src, 1, frontend.Aliases())
+    assert tree is not None
+    for new in (src.replace("for k in r:", "for k in s:"),
+                src.replace("        y = 1", "          y = 1"),
+                src.replace("        y = 1", "        y = (1"),
+                src.replace("T.copy(A, B)\n        y = 1", "T.copy(A,\n        B)")):
+        assert frontend.reparse_line(tree, new, 1, frontend.Aliases()) is None, new
+    ok = frontend.reparse_line(tree, src.replace("y = 1", "y = 10  # ten"), 1, frontend.Aliases())
+    assert ok is not None
+
+
+def test_reparse_line_fails_when_ancestor_ends_do_not_move(monkeypatch) -> None:
+    """The enclosing loop's range ends where its last statement ends: left at
+    the old end, the loop's span differs from a whole parse."""
+    from tilelint.analysis.frontend import reparse
+
+    src = ("import tilelang.language as T\n\n@T.prim_func\ndef main(A: T.Tensor((64,), 'float16')):\n"
+           "    with T.Kernel(1, threads=128) as bx:\n        S = T.alloc_shared((64,), 'float16')\n"
+           "        for k in T.Pipelined(4, num_stages=2):\n            T.copy(A[0], S)\n")
+    aliases = frontend.find_aliases(src)
+    _m, tree = frontend.parse_chunk_tree(src, 1, aliases)
+    new = src.replace("T.copy(A[0], S)", "T.copy(A[k * 16], S)")
+    whole = frontend.parse_chunk_tree(new, 1, aliases)[0]
+    assert frontend.reparse_line(tree, new, 1, aliases)[0] == whole
+    monkeypatch.setattr(reparse, "_ancestor_end", lambda r, line, old_end, new_end: r)
+    assert frontend.reparse_line(tree, new, 1, aliases)[0] != whole

@@ -30,7 +30,8 @@ Modules, each depending only on the ones above it:
   the statement builder and the module facts) and :class:`ChunkModel`.
 - :mod:`.linking`: macros and iterator helpers linked across chunks.
 - :mod:`.parse`: :func:`parse_module`, :func:`parse_chunk`, :func:`combine`.
-- :mod:`.reparse`: an edit inside one token re-uses the chunk's old tree.
+- :mod:`.reparse`: an edit inside one token, or one simple statement line, re-uses
+  the chunk's old tree.
 
 The rest of tilelint imports these names from here.
 """
@@ -55,7 +56,7 @@ from .facts import IterHelper
 from .kernels import KERNEL_LAUNCHES, ChunkBuilder, ChunkModel
 from .parse import combine, parse_chunk, parse_chunk_tree, parse_module
 from .positions import ChunkTree, Leaves, fast_positions
-from .reparse import patch_tree, reparse_token
+from .reparse import patch_line, patch_tree, reparse_line, reparse_token
 from .walk import calls_in, code_children
 
 __all__ = [
@@ -63,6 +64,6 @@ __all__ = [
     "ChunkModel", "ChunkTree", "IterHelper", "Leaves", "TokenScan", "calls_in", "chunks_at",
     "code_children", "combine", "fallback_starts", "fast_positions", "find_aliases",
     "first_word", "normalise_newlines", "parse_chunk", "parse_chunk_tree", "parse_module",
-    "parsed_scan", "patch_tree", "reparse_token", "scan_tokens",
+    "parsed_scan", "patch_line", "patch_tree", "reparse_line", "reparse_token", "scan_tokens",
     "source_lines", "split_chunks", "too_large",
 ]

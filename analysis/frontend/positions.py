@@ -175,3 +175,16 @@ class _LeafPositionState(_PositionState):
 
 
 _NEWLINES = re.compile(r"\r\n?|\n")
+
+
+def statement_positions(stmt: cst.CSTNode, line: int, indent: str, default_indent: str,
+                        default_newline: str
+                        ) -> Tuple[Dict[int, Tuple[int, int, int, int]], Leaves]:
+    """:func:`fast_positions` of one statement parsed on its own, as if it
+    stood on ``line`` of its chunk after ``indent`` (its leaves' ancestors
+    start at ``stmt``)."""
+    state = _LeafPositionState(default_indent, default_newline)
+    state.line = line
+    state.indent_tokens = [indent] if indent else []
+    stmt._codegen(state)
+    return state.computed, state.leaves

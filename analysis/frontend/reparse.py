@@ -1,4 +1,4 @@
-"""Re-parsing an edit inside one token.
+"""Re-parsing an edit inside one token, or inside one simple statement line.
 
 The edits people make while tuning a kernel change one literal or name: a
 default ``num_stages=3`` becomes 4, ``"float16"`` becomes ``"bfloat16"``, a
@@ -22,7 +22,7 @@ import libcst as cst
 from .aliases import Aliases
 from .chunks import parsed_whole
 from .kernels import ChunkModel, build_model
-from .positions import LEAF_TOKENS, ChunkTree, Leaves
+from .positions import LEAF_TOKENS, ChunkTree, Leaves, statement_positions
 from .syntax import compile_only
 
 
@@ -156,4 +156,116 @@ def _moved_columns(positions: Dict[int, Tuple[int, int, int, int]], line: int, c
             b = r[3] + delta if r[2] == line and r[3] >= col else r[3]
             r = (r[0], a, r[2], b)
         out[k] = r
+    return out
+
+
+# ---- re-parsing an edit inside one simple statement line -------------------
+# Typing a statement into a kernel changes one line at a time: ``T`` becomes
+# ``T.c``, then ``T.copy(A[...], A_shared)``.  When the old and new texts of a
+# chunk differ on one line only, the old line is one simple statement (not a
+# compound header, on one line) and the new line parses on its own as one simple
+# statement at the same indentation, the new tree is the old one with that
+# statement replaced: libcst reads a statement line by its own tokens, and the
+# comment and blank lines above it stay its ``leading_lines``.  Positions change
+# on that line only: the new statement's are computed on their own, and the
+# ancestors that ended where the old statement ended end where the new one does.
+
+
+def reparse_line(old: ChunkTree, text: str, start_line: int, aliases: Aliases
+                 ) -> Optional[Tuple[ChunkModel, ChunkTree]]:
+    """The model of ``text`` (and its tree) when it differs from ``old.text``
+    inside one simple statement line (see above); None otherwise."""
+    tree = patch_line(old, text)
+    return None if tree is None else (build_model(tree, start_line, aliases), tree)
+
+
+def patch_line(old: ChunkTree, text: str) -> Optional[ChunkTree]:
+    """The tree of ``text`` made from ``old``'s (see :func:`reparse_line`)."""
+    before = old.text
+    if not old.leaves or text == before or "\r" in before or "\r" in text or \
+            abs(len(text) - len(before)) > 512:
+        return None
+    p = _common_prefix(before, text)
+    q = _common_suffix(before, text, min(len(before), len(text)) - p)
+    if "\n" in before[p:len(before) - q] or "\n" in text[p:len(text) - q]:
+        return None
+    start = before.rfind("\n", 0, p) + 1
+    old_end, new_end = before.find("\n", p), text.find("\n", p)
+    if old_end < 0 or new_end < 0:
+        return None
+    line = before.count("\n", 0, p) + 1
+    old_line, new_line = before[start:old_end], text[start:new_end]
+    indent = old_line[:len(old_line) - len(old_line.lstrip(" \t"))]
+    if p - start < len(indent) or new_line[len(indent):len(indent) + 1] in (" ", "\t"):
+        return None  # the indentation changed
+    found = _statement_on(old, line)
+    if found is None:
+        return None
+    stmt, ancestors = found
+    try:
+        if not parsed_whole(text):
+            compile_only(text)
+        bare = cst.parse_statement(new_line[len(indent):] + "\n",
+                                   config=old.module.config_for_parsing)
+        if type(bare) is not cst.SimpleStatementLine or bare.leading_lines:
+            return None
+        new_stmt = bare.with_changes(leading_lines=cast(cst.SimpleStatementLine, stmt).leading_lines)
+        module, replaced = _rebuild([*ancestors, stmt], new_stmt)
+    except Exception:  # not one simple statement after all: parse it whole
+        return None
+    computed, new_leaves = statement_positions(
+        bare, line, indent, old.module.default_indent, old.module.default_newline)
+    old_r, new_r = old.positions[id(stmt)], computed[id(bare)]
+    positions = dict(old.positions)
+    renamed: Dict[int, cst.CSTNode] = {}
+    for old_node, new_node in replaced[1:]:  # the ancestors
+        positions[id(new_node)] = _ancestor_end(positions.pop(id(old_node)), line,
+                                                old_r[3], new_r[3])
+        renamed[id(old_node)] = new_node
+    for node in _subtree(stmt):
+        positions.pop(id(node), None)
+    positions.update(computed)
+    positions[id(new_stmt)] = new_r
+    head = tuple(renamed.get(id(a), a) for a in ancestors) + (new_stmt,)
+    leaves: Leaves = [
+        (x, tuple([renamed.get(id(a), a) for a in chain])) for x, chain in old.leaves
+        if not any(a is stmt for a in chain)]
+    leaves += [(x, head + chain[1:]) for x, chain in new_leaves]
+    return ChunkTree(text, cast(cst.Module, module), positions, leaves)
+
+
+def _ancestor_end(r: Tuple[int, int, int, int], line: int, old_end: int, new_end: int
+                  ) -> Tuple[int, int, int, int]:
+    """An ancestor that ended where the replaced statement ended ends where
+    the new one does."""
+    if r[2] == line and r[3] == old_end:
+        return (r[0], r[1], r[2], new_end)
+    return r
+
+
+def _statement_on(tree: ChunkTree, line: int
+                  ) -> Optional[Tuple[cst.CSTNode, Tuple[cst.CSTNode, ...]]]:
+    """The simple statement that is all of ``line`` (one line long) and its
+    ancestors (root first), from a leaf on that line."""
+    for leaf, chain in tree.leaves:
+        r = tree.positions.get(id(leaf))
+        if r is None or r[0] != line:
+            continue
+        for i in range(len(chain) - 1, -1, -1):
+            if type(chain[i]) is cst.SimpleStatementLine:
+                rs = tree.positions.get(id(chain[i]))
+                if rs is None or rs[0] != line or rs[2] != line or chain[0] is not tree.module:
+                    return None
+                return chain[i], chain[:i]
+        return None
+    return None
+
+
+def _subtree(node: cst.CSTNode) -> List[cst.CSTNode]:
+    out = [node]
+    stack = [node]
+    while stack:
+        for child in stack.pop().children:
+            out.append(child)
+            stack.append(child)
     return out
