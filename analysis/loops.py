@@ -12,7 +12,7 @@ import dataclasses
 from typing import Iterator, Optional, Sequence, Tuple
 
 from . import values
-from .model import Kernel, Loop, LoopResult, Stmt
+from .model import Compare, Kernel, Loop, LoopResult, Name, Stmt, walk_stmts
 
 
 def pipelined_loops(stmts: Sequence[Stmt]) -> Iterator[Loop]:
@@ -37,17 +37,24 @@ def loop_result(loop: Loop, loops: Sequence[LoopResult]) -> Optional[LoopResult]
 
 
 def active_view(kernel: Kernel, env: values.Env) -> Kernel:
-    """``kernel`` with every pipelined loop whose condition is false in ``env``
-    turned into the serial loop the compiler sees (the same object when there
-    is none)."""
-    if not any(lp.condition is not None and not loop_active(lp, env)
-               for lp in pipelined_loops(kernel.body)):
+    """``kernel`` as the compiler sees it in ``env``: every pipelined loop whose
+    condition is false turned into the serial loop the compiler sees, and every
+    ``if`` (without else) that the block index ranges prove true replaced by its
+    body, as Simplify deletes it (``if bx < N // block_N`` with a grid of
+    ``N // block_N`` blocks; measured on cond_bx_copy).  The same object when
+    neither applies."""
+    proven = _proven_guards(kernel, env)
+    if not proven and not any(lp.condition is not None and not loop_active(lp, env)
+                              for lp in pipelined_loops(kernel.body)):
         return kernel
 
     def fix(stmts: Sequence[Stmt]) -> Tuple[Stmt, ...]:
-        out = []
+        out: list = []
         for st in stmts:
             children = fix(st.children) if st.children else st.children
+            if id(st) in proven:
+                out.extend(children)
+                continue
             loop = st.loop
             kind = st.kind
             if loop is not None:
@@ -64,6 +71,43 @@ def active_view(kernel: Kernel, env: values.Env) -> Kernel:
         return tuple(out)
 
     return dataclasses.replace(kernel, body=fix(kernel.body))
+
+
+def _proven_guards(kernel: Kernel, env: values.Env) -> set:
+    """ids of the ``if`` statements (no else) whose test compares a block index
+    with a bound that its grid extent proves: ``b < X`` with extent <= X,
+    ``b <= X`` with extent - 1 <= X (``X > b``, ``X >= b`` alike)."""
+    if not kernel.block_vars:
+        return set()
+    rebound = {name for name, _ in kernel.locals}
+    extents = {}
+    for name, dim in zip(kernel.block_vars, kernel.grid, strict=False):
+        if name not in rebound:
+            extents[name] = dim
+    if not extents:
+        return set()
+    out = set()
+    for st in walk_stmts(kernel.body):
+        if st.kind == "if" and st.else_index is None and isinstance(st.test, Compare) \
+                and _guard_true(st.test, extents, env):
+            out.add(id(st))
+    return out
+
+
+_FLIP = {">": "<", ">=": "<="}
+
+
+def _guard_true(test: Compare, extents: dict, env: values.Env) -> bool:
+    op, var, bound = test.op, test.left, test.right
+    if op in _FLIP:
+        op, var, bound = _FLIP[op], test.right, test.left
+    if op not in ("<", "<=") or not isinstance(var, Name) or var.id not in extents:
+        return False
+    extent = env.eval_int(extents[var.id])
+    limit = env.eval_int(bound)
+    if extent is None or limit is None or extent < 1:
+        return False
+    return extent <= limit if op == "<" else extent - 1 <= limit
 
 
 def loop_active(loop: Loop, env: values.Env) -> bool:

@@ -349,6 +349,9 @@ class Kernel:
     # ``T.func_attr``/pass-config switches that matter (e.g. tl.disable_warp_specialized).
     attrs: Tuple[Tuple[str, Expr], ...] = ()
     class_name: Optional[str] = None
+    # The block indices ``with T.Kernel(...) as (bx, by)`` binds, one per grid
+    # dimension in order (empty: not named, or not a plain tuple of names).
+    block_vars: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

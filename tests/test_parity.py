@@ -9,7 +9,7 @@ values are read from the compiler in this run, never pasted.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict
+from typing import Dict, Set, Tuple
 
 import pytest
 from parity_support import TARGETS, all_oracle_facts, parity_files, require_tilelang
@@ -25,13 +25,9 @@ VALIDATION_CODES = ("TL101", "TL102", "TL103", "TL104", "TL107", "TL108", "TL112
 # Each is listed with what the compiler says, so the gap stays visible.
 UNMODELLED_FAILURES: Dict[str, str] = {}
 
-# Statement lines that differ for a reason the model does not cover yet.
-KNOWN_LINE_DIFFERENCES = {
-    # `if bx < N // block_N:` is provably true (bx < 8 = the grid extent), so
-    # Simplify deletes the guard and the compiler's statement is the copy inside
-    # it (line 21); tilelint keeps the guard and names the `if` (line 20).
-    ("cond_bx_copy", "sm_80"),
-}
+# Statement lines that differ for a reason the model does not cover yet (none
+# today: cond_bx_copy's provably true guard is modelled, see loops.active_view).
+KNOWN_LINE_DIFFERENCES: Set[Tuple[str, str]] = set()
 
 # Compiler behaviours the model does not reproduce, per (fixture, target, check).
 # strict: a fix makes the test XPASS and fail, so the list stays true.  Each

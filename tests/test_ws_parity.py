@@ -18,7 +18,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 import pytest
 from parity_support import ROOT, parity_files, require_tilelang
@@ -33,12 +33,7 @@ ITERATIONS = 6  # covers a full parity cycle (2 Ã— num_stages) for num_stages â‰
 
 # (fixture, kernel) where the view differs for a reason the model does not cover.
 # strict: a fix makes the test XPASS and fail, so the list stays true.
-KNOWN_GAPS = {
-    ("cond_bx_copy", "cond_bx_copy"):
-        "`if bx < N // block_N:` is provably true, so Simplify deletes the guard and the "
-        "compiler sees a TMA copy of B_shared; the model keeps the `if` as a consumer "
-        "statement (the same cause as test_parity.KNOWN_LINE_DIFFERENCES)",
-}
+KNOWN_GAPS: Dict[Tuple[str, str], str] = {}
 
 
 def _model(path: Path):

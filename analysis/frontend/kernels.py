@@ -278,6 +278,7 @@ class ChunkBuilder(StatementBuilder, ModuleFacts):
             comment_bindings=tuple(bindings),
             attrs=tuple(ctx.attrs),
             class_name=class_name,
+            block_vars=() if kernel_with is None else block_vars(kernel_with),
         )
 
     def next_launch(self, first: Kernel, i: int, extra: cst.With, ctx: KernelCtx,
@@ -293,7 +294,8 @@ class ChunkBuilder(StatementBuilder, ModuleFacts):
         return dataclasses.replace(
             first, name=f"{first.name}#{i}", threads=threads2, threads_span=threads_span2,
             kernel_span=self.span(extra), grid=grid2, allocs=tuple(ctx2.allocs),
-            body=tuple(body2), locals=tuple(locals2), attrs=tuple(ctx2.attrs))
+            body=tuple(body2), locals=tuple(locals2), attrs=tuple(ctx2.attrs),
+            block_vars=block_vars(extra))
 
     def kernel_launch(self, kernel_with: cst.With) -> "Launch":
         """threads, the span of ``threads=``, and the grid of ``with T.Kernel(...)``."""
@@ -322,6 +324,20 @@ class ChunkBuilder(StatementBuilder, ModuleFacts):
                 if found is not None:
                     return found
         return None
+
+
+def block_vars(kernel_with: cst.With) -> Tuple[str, ...]:
+    """The names ``with T.Kernel(...) as bx`` / ``as (bx, by)`` binds."""
+    asname = kernel_with.items[0].asname
+    if asname is None:
+        return ()
+    target = asname.name
+    if isinstance(target, cst.Name):
+        return (target.value,)
+    if isinstance(target, (cst.Tuple, cst.List)):
+        names = [e.value.value for e in target.elements if isinstance(e.value, cst.Name)]
+        return tuple(names) if len(names) == len(target.elements) else ()
+    return ()
 
 
 def too_deep(start_line: int) -> ChunkModel:
