@@ -26,7 +26,7 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from . import targets as targets_mod
 from .model import (
@@ -277,9 +277,6 @@ def cuda_timeline(kr: KernelResult, li: int, target: str,
                                     _BufferLayout(kr.buffers))
     except Exception:  # noqa: BLE001 - the page shows the loop without a timeline
         return None
-    # A warp-specialized kernel runs its other pipelined loops in the consumer
-    # branch, where the barriers are named barriers over the consumer threads.
-    named = kr.warp_specialized
     evs = [e for e in events if e.loop_index == li]
     if not any(e.row is not None for e in evs):
         return None
@@ -291,92 +288,116 @@ def cuda_timeline(kr: KernelResult, li: int, target: str,
     labels = [""] * len(lr.statements)
     for idx, pos in row_of.items():
         labels[pos] = _stmt_label(lr, idx)
-    n_diag = max_stage + STEADY_SHOWN  # iterations in the drawing
+    # A loop starting at a run-time value: the prologue and the epilogue are
+    # guarded loops of max_stage iterations, traced (and drawn) once each.
+    rolled = max_stage >= 2 and sync_cuda.rolled_ends(kernel, lr, env)
+    # A warp-specialized kernel runs its other pipelined loops in the consumer
+    # branch, where the barriers are named barriers over the consumer threads.
+    columns = _cuda_columns(evs, row_of, max_stage + STEADY_SHOWN, rolled,
+                            named=kr.warp_specialized)
+    caption = _cuda_caption(_trip_text(kr, lr, env), max_stage, rolled)
+    columns, note = _sync_note(lr, columns)
+    stages = sorted({s.stage for s in lr.statements if s.stage is not None})
+    return Timeline(tuple(labels), tuple(columns),
+                    tuple(f"stage {s}" if s in stages else "" for s in range(max(stages, default=-1) + 1)),
+                    caption, note)
 
-    def steps(section: str) -> List[List[object]]:
-        """The section's events split into steps: a wait or a barrier goes with
-        the statement after it, a commit with the one before it."""
-        sec = [e for e in evs if e.section == section]
-        out: Dict[int, List[object]] = {}
-        pending: List[Mark] = []
-        last_step: Optional[int] = None
-        for e in sec:
-            if e.row is not None:
-                step = e.row.step
-                out.setdefault(step, []).extend(pending)
-                pending = []
-                out[step].append(e.row)
-                last_step = step
-                continue
-            mark = _event_mark(e, named)
-            if mark is None:
-                continue
-            if mark.kind == "commit" and last_step is not None:
-                out[last_step].append(mark)
-            else:
-                pending.append(mark)
-        if pending:
-            if last_step is None:
-                out.setdefault(0, []).extend(pending)
-            else:
-                out[last_step].extend(pending)
-        return [out[k] for k in sorted(out)]
 
-    def cells(items: List[object], base: int) -> Tuple[object, ...]:
-        res: List[object] = []
-        for it in items:
-            if isinstance(it, Mark):
-                res.append(it)
-            elif isinstance(it, Row):
-                res.append(Cell(row_of[it.index], str(base + it.offset), it.stage))
-        return tuple(res)
+def _steps(evs: Sequence[Any], section: str, named: bool) -> List[List[object]]:
+    """The section's events split into steps: a wait or a barrier goes with the
+    statement after it, a commit with the one before it."""
+    sec = [e for e in evs if e.section == section]
+    out: Dict[int, List[object]] = {}
+    pending: List[Mark] = []
+    last_step: Optional[int] = None
+    for e in sec:
+        if e.row is not None:
+            step = e.row.step
+            out.setdefault(step, []).extend(pending)
+            pending = []
+            out[step].append(e.row)
+            last_step = step
+            continue
+        mark = _event_mark(e, named)
+        if mark is None:
+            continue
+        if mark.kind == "commit" and last_step is not None:
+            out[last_step].append(mark)
+        else:
+            pending.append(mark)
+    if pending:
+        if last_step is None:
+            out.setdefault(0, []).extend(pending)
+        else:
+            out[last_step].extend(pending)
+    return [out[k] for k in sorted(out)]
 
+
+def _cells(items: List[object], base: int, row_of: Dict[int, int]) -> Tuple[object, ...]:
+    res: List[object] = []
+    for it in items:
+        if isinstance(it, Mark):
+            res.append(it)
+        elif isinstance(it, Row):
+            res.append(Cell(row_of[it.index], str(base + it.offset), it.stage))
+    return tuple(res)
+
+
+def _once(items: Tuple[object, ...]) -> Tuple[object, ...]:
+    """A rolled prologue or epilogue: its iterations written j."""
+    return tuple(Cell(it.row, "j", it.colour) if isinstance(it, Cell) else it for it in items)
+
+
+def _cuda_columns(evs: Sequence[Any], row_of: Dict[int, int], n_diag: int, rolled: bool,
+                  named: bool) -> List[Column]:
+    """Before the loop, the prologue steps, STEADY_SHOWN steady-state
+    iterations and the epilogue steps (``n_diag`` iterations drawn)."""
     columns: List[Column] = []
     pre = [m for e in evs if e.section == "pre" for m in [_event_mark(e, named)] if m is not None]
     if pre:
         columns.append(Column("before", "before", tuple(pre)))
-    # A loop starting at a run-time value: the prologue and the epilogue are
-    # guarded loops of max_stage iterations, traced (and drawn) once each.
-    rolled = max_stage >= 2 and sync_cuda.rolled_ends(kernel, lr, env)
-
-    def once(items: Tuple[object, ...]) -> Tuple[object, ...]:
-        return tuple(Cell(it.row, "j", it.colour) if isinstance(it, Cell) else it
-                     for it in items)
-
-    for p, items in enumerate(steps(PROLOGUE)):
+    for p, items in enumerate(_steps(evs, PROLOGUE, named)):
+        cells = _cells(items, 0, row_of)
         columns.append(Column(PROLOGUE, "loop j" if rolled else f"P{p}",
-                              once(cells(items, 0)) if rolled else cells(items, 0)))
-    body = steps(BODY)
+                              _once(cells) if rolled else cells))
+    body = _steps(evs, BODY, named)
     if body:
         for k in range(STEADY_SHOWN):
-            columns.append(Column(BODY, f"k={k}", cells(body[0], k)))
-    for e, items in enumerate(steps(EPILOGUE)):
+            columns.append(Column(BODY, f"k={k}", _cells(body[0], k, row_of)))
+    for e, items in enumerate(_steps(evs, EPILOGUE, named)):
+        cells = _cells(items, n_diag, row_of)
         columns.append(Column(EPILOGUE, "loop j" if rolled else f"E{e}",
-                              once(cells(items, n_diag)) if rolled else cells(items, n_diag)))
-    trip = _trip_text(kr, lr, env)
+                              _once(cells) if rolled else cells))
+    return columns
+
+
+def _cuda_caption(trip: str, max_stage: int, rolled: bool) -> str:
+    n_diag = max_stage + STEADY_SHOWN
     caption = (f"drawn for n = {n_diag} iterations ({STEADY_SHOWN} of the steady state); "
                f"{trip}")
     if rolled:
         caption += (f"; the loop starts at a run-time value, so the prologue and the epilogue "
                     f"are loops of {max_stage} iterations j (the epilogue's statements "
                     f"guarded), each drawn once")
+    return caption
+
+
+def _sync_note(lr: LoopResult, columns: List[Column]) -> Tuple[List[Column], str]:
+    """The columns to draw and the note under them: without a modelled sync
+    (tensor memory, user mbarriers, an unknown stage, a kernel of another
+    dialect) only the schedule; otherwise whether the marks drawn add up to
+    the counts explain gives."""
     if lr.sync is None:
-        # The model claims no sync for this loop (tensor memory, user mbarriers, an
-        # unknown stage, a kernel of another dialect): only the schedule is drawn.
         columns = [Column(c.section, c.title, tuple(it for it in c.items if isinstance(it, Cell)))
                    for c in columns if c.section != "before"]
-        note = "no sync drawn: tilelint does not model the sync of this kernel"
-    else:
-        drawn = count_marks(columns, (PROLOGUE,)), count_marks(columns, (BODY,)), \
-            count_marks(columns, (EPILOGUE,))
-        counted = (lr.prologue_sync or LoopSync(), lr.sync, lr.epilogue_sync or LoopSync())
-        note = "" if drawn == counted else (
-            "the placement drawn here and the counts of explain differ; the counts are the "
-            "ones checked against the compiler")
-    stages = sorted({s.stage for s in lr.statements if s.stage is not None})
-    return Timeline(tuple(labels), tuple(columns),
-                    tuple(f"stage {s}" if s in stages else "" for s in range(max(stages, default=-1) + 1)),
-                    caption, note)
+        return columns, "no sync drawn: tilelint does not model the sync of this kernel"
+    drawn = count_marks(columns, (PROLOGUE,)), count_marks(columns, (BODY,)), \
+        count_marks(columns, (EPILOGUE,))
+    counted = (lr.prologue_sync or LoopSync(), lr.sync, lr.epilogue_sync or LoopSync())
+    note = "" if drawn == counted else (
+        "the placement drawn here and the counts of explain differ; the counts are the "
+        "ones checked against the compiler")
+    return columns, note
 
 
 def _trip_text(kr: KernelResult, lr: LoopResult, env: Optional["Env"]) -> str:

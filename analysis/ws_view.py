@@ -202,48 +202,88 @@ def _view(kr: KernelResult, lr: LoopResult) -> Optional[WsView]:
     env = _env(kr)
     ns = lr.num_stages or 1
     flat, guarded = _flat(lr)
-    kinds: List[str] = []
-    for ss in flat:
-        if _is_tma(ss.stmt, kernel, env, allocs):
-            kinds.append("TMA")
-        elif _is_simt(ss.stmt, allocs):
-            kinds.append("cp.async")
-        else:
-            kinds.append("")
+    kinds = [_kind(ss, kernel, env, allocs) for ss in flat]
     tmas = [ss for ss, k in zip(flat, kinds, strict=True) if k == "TMA"]
     if not tmas:
         return None
     simts = [ss for ss, k in zip(flat, kinds, strict=True) if k == "cp.async"]
     consumer = [ss for ss, k in zip(flat, kinds, strict=True) if not k]
     c_rw = [_rw(c.stmt) for c in consumer]
+    groups, waits, merged = _groups(kr, tmas, simts, c_rw, ns, allocs)
+    prelude = _prelude(kernel, lr, env, allocs, c_rw, 2 * len(groups) * ns)
+    # Consumer statements ahead of a group's wait that the producer can run
+    # instead (synchronous global->shared copies and the binds the producer
+    # needs) move to the producer, in front of that group's copy.
+    prefix, moved = _producer_prefix(tmas, simts, consumer, waits, allocs, kernel, env)
+    prod = _producer_events(kr, tmas, simts, prefix, groups, merged, allocs)
+    cons = _consumer_events(consumer, moved, groups, prelude)
+    nested = lr.loop.pipelined_ancestors > 0 or _under_outer_loop(kernel, lr.loop.span.line)
+    if guarded or nested:
+        prod.append(WsEvent("counter_inc"))
+        cons.append(WsEvent("counter_inc"))
+    own, producer_threads = _threads(kernel, env, flat, simts, allocs)
+    return WsView(
+        num_stages=ns, producer_threads=producer_threads, consumer_threads=own,
+        producers=tuple([(ss, k) for ss, k in zip(flat, kinds, strict=True) if k]
+                        + [(ss, "moved") for i in sorted(prefix) for ss in prefix[i]]),
+        consumer=tuple(c for ci, c in enumerate(consumer) if ci not in moved),
+        groups=tuple(groups), prelude=tuple(prelude),
+        producer_events=tuple(prod), consumer_events=tuple(cons),
+        counter=guarded or nested, merged=merged, var=lr.loop.var)
 
-    def dst(ss: ScheduledStmt) -> Set[str]:
-        return {w for w in _rw(ss.stmt)[1] if _is_shared(w, allocs)}
 
+def _kind(ss: ScheduledStmt, kernel: Kernel, env: object, allocs: Dict[str, Alloc]
+          ) -> str:
+    """How the producer issues a statement: "TMA", "cp.async", or "" (consumer)."""
+    if _is_tma(ss.stmt, kernel, env, allocs):
+        return "TMA"
+    if _is_simt(ss.stmt, allocs):
+        return "cp.async"
+    return ""
+
+
+def _dst(ss: ScheduledStmt, allocs: Dict[str, Alloc]) -> Set[str]:
+    """The shared buffers a producer statement writes."""
+    return {w for w in _rw(ss.stmt)[1] if _is_shared(w, allocs)}
+
+
+def _groups(kr: KernelResult, tmas: List[ScheduledStmt], simts: List[ScheduledStmt],
+            c_rw: List[Tuple[Set[str], Set[str]]], ns: int, allocs: Dict[str, Alloc]
+            ) -> Tuple[List[WsGroup], List[int], bool]:
+    """The barrier groups (and each TMA copy's wait index, and whether the
+    copies share one group): a consumer waits before the first statement that
+    reads a copy's buffer and releases after the last that touches it."""
     waits: List[int] = []
     releases: List[int] = []
+    n = len(c_rw)
     for t in tmas:
-        d = dst(t)
+        d = _dst(t, allocs)
         first = next((i for i, (r, _) in enumerate(c_rw) if d & r), -1)
         last = max((i for i, (r, w) in enumerate(c_rw) if d & (r | w)), default=-1)
         waits.append(first if first >= 0 else 0)
-        releases.append(last + 1 if last >= 0 else len(consumer))
+        releases.append(last + 1 if last >= 0 else n)
     if simts:
-        earliest = min((next((i for i, (r, _) in enumerate(c_rw) if dst(s) & r), len(consumer))
-                        for s in simts), default=len(consumer))
+        earliest = min((next((i for i, (r, _) in enumerate(c_rw) if _dst(s, allocs) & r), n)
+                        for s in simts), default=n)
         waits = [min(w, earliest) for w in waits]
     merged = len(tmas) > 1 and not simts and len(set(waits)) == 1 and len(set(releases)) == 1
     n_groups = 1 if merged else len(tmas)
     members = [tmas] if merged else [[t] for t in tmas]
     groups: List[WsGroup] = []
     for g in range(n_groups):
-        sizes = [_one_version_bytes(kr, b) for t in members[g] for b in sorted(dst(t))]
+        sizes = [_one_version_bytes(kr, b) for t in members[g] for b in sorted(_dst(t, allocs))]
         groups.append(WsGroup(
             index=g, copies=tuple(members[g]), full=g * ns, empty=n_groups * ns + g * ns,
             wait_at=waits[0] if merged else waits[g],
             release_after=releases[0] if merged else releases[g],
             bytes=None if any(s is None for s in sizes) else sum(s or 0 for s in sizes)))
+    return groups, waits, merged
 
+
+def _prelude(kernel: Kernel, lr: LoopResult, env: object, allocs: Dict[str, Alloc],
+             c_rw: List[Tuple[Set[str], Set[str]]], first_id: int) -> List[Tuple[str, int, int]]:
+    """TMA copies before the loop that the loop's consumer reads: (buffers,
+    their mbarrier id, the consumer index that waits once)."""
     prelude: List[Tuple[str, int, int]] = []
     for pre in _prelude_copies(kernel, lr.loop.span.line):
         if not _is_tma(pre, kernel, env, allocs):
@@ -251,17 +291,17 @@ def _view(kr: KernelResult, lr: LoopResult) -> Optional[WsView]:
         d = {w for w in _rw(pre)[1] if _is_shared(w, allocs)}
         first = next((i for i, (r, _) in enumerate(c_rw) if d & r), -1)
         if first >= 0:
-            prelude.append((", ".join(sorted(d)), 2 * n_groups * ns + len(prelude), first))
+            prelude.append((", ".join(sorted(d)), first_id + len(prelude), first))
+    return prelude
 
-    # Consumer statements ahead of a group's wait that the producer can run
-    # instead (synchronous global->shared copies and the binds the producer
-    # needs) move to the producer, in front of that group's copy.
-    prefix, moved = _producer_prefix(tmas, simts, consumer, waits, allocs, kernel, env)
 
-    # Producer body: per TMA copy its group's empty wait (once per merged group),
-    # the SIMT copies and their commit after the first wait, the copies moved
-    # ahead of it, the copy; with SIMT producers every group's full barrier gets
-    # the cp.async completion.
+def _producer_events(kr: KernelResult, tmas: List[ScheduledStmt], simts: List[ScheduledStmt],
+                     prefix: Dict[int, List[ScheduledStmt]], groups: List[WsGroup],
+                     merged: bool, allocs: Dict[str, Alloc]) -> List[WsEvent]:
+    """Producer body: per TMA copy its group's empty wait (once per merged
+    group), the SIMT copies and their commit after the first wait, the copies
+    moved ahead of it, the copy; with SIMT producers every group's full barrier
+    gets the cp.async completion."""
     prod: List[WsEvent] = []
     simt_done = False
     for i, t in enumerate(tmas):
@@ -273,13 +313,20 @@ def _view(kr: KernelResult, lr: LoopResult) -> Optional[WsView]:
             prod.append(WsEvent("commit"))
             simt_done = True
         prod.extend(WsEvent("stmt", stmt=s) for s in prefix.get(i, ()))
-        sizes = [_one_version_bytes(kr, b) for b in sorted(dst(t))]
+        sizes = [_one_version_bytes(kr, b) for b in sorted(_dst(t, allocs))]
         prod.append(WsEvent("tma", stmt=t, base=groups[g].full, group=g,
                             bytes=None if any(s is None for s in sizes)
                             else sum(s or 0 for s in sizes)))
     if simts:
         prod.extend(WsEvent("cp_async_arrive", base=gr.full, group=gr.index) for gr in groups)
+    return prod
 
+
+def _consumer_events(consumer: List[ScheduledStmt], moved: Set[int], groups: List[WsGroup],
+                     prelude: List[Tuple[str, int, int]]) -> List[WsEvent]:
+    """Consumer body: the once-waits of copies before the loop, each group's
+    full wait before its first reader, the statements (less those moved to the
+    producer), each group's release after its last user."""
     cons: List[WsEvent] = []
     released: Set[int] = set()
     for ci, c in enumerate(consumer):
@@ -296,24 +343,18 @@ def _view(kr: KernelResult, lr: LoopResult) -> Optional[WsView]:
         cons.extend(WsEvent("wait", base=gr.full, group=gr.index) for gr in groups)
     cons.extend(WsEvent("arrive", base=gr.empty, group=gr.index) for gr in groups
                 if gr.index not in released and gr.release_after == len(consumer))
+    return cons
 
+
+def _threads(kernel: Kernel, env: object, flat: List[ScheduledStmt],
+             simts: List[ScheduledStmt], allocs: Dict[str, Alloc]) -> Tuple[Optional[int], int]:
+    """The consumer's threads (the kernel's) and the producer's: producer-side
+    SIMT work (and synchronous global->shared copies anywhere in the body)
+    keeps the kernel's thread count in the producer branch."""
     from .planning import eval_int
-    nested = lr.loop.pipelined_ancestors > 0 or _under_outer_loop(kernel, lr.loop.span.line)
-    if guarded or nested:
-        prod.append(WsEvent("counter_inc"))
-        cons.append(WsEvent("counter_inc"))
     own = eval_int(env, kernel.threads) if kernel.threads is not None else 128  # type: ignore[arg-type]
-    # Producer-side SIMT work (and synchronous global->shared copies anywhere in
-    # the body) keeps the kernel's thread count in the producer branch.
     full = bool(simts) or any(_sync_copy_like(ss.stmt, kernel, env, allocs) for ss in flat)
-    producer_threads = own if full and own is not None else PRODUCER_WARPGROUP
-    return WsView(
-        num_stages=ns, producer_threads=producer_threads, consumer_threads=own,
-        producers=tuple([(ss, k) for ss, k in zip(flat, kinds, strict=True) if k]
-                        + [(ss, "moved") for i in sorted(prefix) for ss in prefix[i]]),
-        consumer=tuple(c for ci, c in enumerate(consumer) if ci not in moved), groups=tuple(groups), prelude=tuple(prelude),
-        producer_events=tuple(prod), consumer_events=tuple(cons),
-        counter=guarded or nested, merged=merged, var=lr.loop.var)
+    return own, own if full and own is not None else PRODUCER_WARPGROUP
 
 
 def _names(obj: object, out: Optional[Set[str]] = None) -> Set[str]:
