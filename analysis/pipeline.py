@@ -880,10 +880,8 @@ def _source_facts(source: str) -> Tuple[Dict[int, Tuple[int, int]],
         return hit[1]
     starts: Dict[int, Tuple[int, int]] = {}
     owners: Dict[Tuple[str, int], str] = {}
-    try:
-        tree = ast.parse(source) if source else None
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        tree = None
+    # The frontend's tree of the same text when it just parsed it (check).
+    tree = frontend.ast_tree(frontend.normalise_newlines(source)) if source else None
     if tree is not None:
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):

@@ -42,6 +42,7 @@ from .chunks import (
     MAX_SOURCE_BYTES,
     Chunk,
     TokenScan,
+    ast_tree,
     chunks_at,
     fallback_starts,
     first_word,
@@ -60,7 +61,7 @@ from .reparse import patch_line, patch_tree, reparse_line, reparse_token
 from .walk import calls_in, code_children
 
 __all__ = [
-    "CLAUSE_KEYWORDS", "KERNEL_LAUNCHES", "MAX_SOURCE_BYTES", "Aliases", "Chunk", "ChunkBuilder",
+    "CLAUSE_KEYWORDS", "KERNEL_LAUNCHES", "MAX_SOURCE_BYTES", "Aliases", "Chunk", "ast_tree", "ChunkBuilder",
     "ChunkModel", "ChunkTree", "IterHelper", "Leaves", "TokenScan", "calls_in", "chunks_at",
     "code_children", "combine", "fallback_starts", "fast_positions", "find_aliases",
     "first_word", "normalise_newlines", "parse_chunk", "parse_chunk_tree", "parse_module",

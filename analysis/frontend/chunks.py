@@ -159,12 +159,24 @@ def parsed_whole(text: str) -> bool:
 CLAUSE_KEYWORDS = frozenset({"else", "elif", "except", "finally"})
 
 def ast_tree(source: str) -> Optional[ast.Module]:
+    """CPython's tree of ``source`` (None: it does not parse).  The last two
+    are kept: ``parse_module`` and the tracing of unknown values
+    (``pipeline._source_facts``) both read the whole file's; neither changes it."""
+    for text, tree in _TREES:
+        if text is source or text == source:
+            return tree
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return ast.parse(source)
+            tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+        tree = None
+    _TREES.insert(0, (source, tree))
+    del _TREES[2:]
+    return tree
+
+
+_TREES: List[Tuple[str, Optional[ast.Module]]] = []
 
 
 def tree_starts(tree: ast.Module) -> List[int]:
