@@ -40,7 +40,7 @@ def _git(cwd, *args):
 
 def _copy_tree(dst: Path) -> None:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "node_modules")
-    for name in ("analysis", "server", "docs/rules"):  # docs/rules: package data
+    for name in ("analysis", "server", "api", "docs/rules"):  # docs/rules: package data
         shutil.copytree(REPO / name, dst / name, ignore=ignore)
     for name in ("pyproject.toml", ".pre-commit-hooks.yaml", "README.md", "LICENSE"):
         if (REPO / name).is_file():

@@ -93,7 +93,7 @@ def outside_uses(body: Sequence[Stmt], loops: Sequence[LoopResult]) -> List[List
     outside = _outside_pipelined(body)
     seen: Dict[str, Tuple[int, LoopResult]] = {}  # buffer -> (versions, its first loop)
     for i, lr in enumerate(loops):
-        if not lr.pipelined or lr.rejected:
+        if not lr.pipelined or lr.rejected or not _versions_known(lr):
             continue
         here = branches.get(lr.loop.span.line, ())
         counts = {bv.buffer: bv.versions for bv in lr.versions}
@@ -114,6 +114,14 @@ def outside_uses(body: Sequence[Stmt], loops: Sequence[LoopResult]) -> List[List
         for b, n in counts.items():
             seen.setdefault(b, (n, lr))
     return out
+
+
+def _versions_known(lr: LoopResult) -> bool:
+    """Are the loop's version counts the compiler's: warp-specialized (from
+    num_stages), or every statement's stage and order known (an unknown one
+    leaves the counts a placeholder)?"""
+    return lr.warp_specialized or (bool(lr.statements) and all(
+        s.stage is not None and s.order is not None for s in lr.statements))
 
 
 # A statement's place among the kernel's if/else branches: ((line of the if,
