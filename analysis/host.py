@@ -567,7 +567,8 @@ class ParseCache:
         default changed) finds it."""
         trees = self._trees
         first = trees.get(before) if before is not None else None
-        for old in ([first] if first is not None else []) + list(trees.values())[-2:]:
+        recent = [t for t in list(trees.values())[-2:] if t is not first]
+        for old in ([first] if first is not None else []) + recent:
             hit = frontend.reparse_token(old, text, start_line, aliases) or \
                 frontend.reparse_line(old, text, start_line, aliases)
             if hit is not None:

@@ -64,6 +64,21 @@ def _one_token(text: str, kind: int) -> bool:
                for t in toks[1:])
 
 
+def _line_edit(old: ChunkTree, text: str, limit: int) -> Optional[Tuple[int, int, int, int]]:
+    """Where ``text`` differs from ``old.text`` when that is inside one line:
+    (common prefix length, common suffix length, start of the line, its
+    1-based number); None when the texts are equal, differ across lines, by
+    more than ``limit`` characters, or ``old`` has no leaves to re-use."""
+    before = old.text
+    if not old.leaves or text == before or abs(len(text) - len(before)) > limit:
+        return None
+    p = _common_prefix(before, text)
+    q = _common_suffix(before, text, min(len(before), len(text)) - p)
+    if "\n" in before[p:len(before) - q] or "\n" in text[p:len(text) - q]:
+        return None
+    return p, q, before.rfind("\n", 0, p) + 1, before.count("\n", 0, p) + 1
+
+
 def reparse_token(old: ChunkTree, text: str, start_line: int, aliases: Aliases
                   ) -> Optional[Tuple[ChunkModel, ChunkTree]]:
     """The model of ``text`` (and its tree) when it differs from ``old.text``
@@ -77,14 +92,10 @@ def patch_tree(old: ChunkTree, text: str) -> Optional[ChunkTree]:
     """The tree of ``text`` made from ``old``'s (see :func:`reparse_token`)."""
     before = old.text
     delta = len(text) - len(before)
-    if not old.leaves or text == before or abs(delta) > 256:
+    region = _line_edit(old, text, 256)
+    if region is None:
         return None
-    p = _common_prefix(before, text)
-    q = _common_suffix(before, text, min(len(before), len(text)) - p)
-    if "\n" in before[p:len(before) - q] or "\n" in text[p:len(text) - q]:
-        return None
-    line_start = before.rfind("\n", 0, p) + 1
-    line = before.count("\n", 0, p) + 1
+    p, q, line_start, line = region
     c0, c1 = p - line_start, len(before) - q - line_start
     found = [x for x in old.leaves if _covers(old.positions.get(id(x[0])), line, c0, c1)]
     if len(found) != 1:
@@ -182,18 +193,13 @@ def reparse_line(old: ChunkTree, text: str, start_line: int, aliases: Aliases
 def patch_line(old: ChunkTree, text: str) -> Optional[ChunkTree]:
     """The tree of ``text`` made from ``old``'s (see :func:`reparse_line`)."""
     before = old.text
-    if not old.leaves or text == before or "\r" in before or "\r" in text or \
-            abs(len(text) - len(before)) > 512:
+    region = None if "\r" in before or "\r" in text else _line_edit(old, text, 512)
+    if region is None:
         return None
-    p = _common_prefix(before, text)
-    q = _common_suffix(before, text, min(len(before), len(text)) - p)
-    if "\n" in before[p:len(before) - q] or "\n" in text[p:len(text) - q]:
-        return None
-    start = before.rfind("\n", 0, p) + 1
+    p, _q, start, line = region
     old_end, new_end = before.find("\n", p), text.find("\n", p)
     if old_end < 0 or new_end < 0:
         return None
-    line = before.count("\n", 0, p) + 1
     old_line, new_line = before[start:old_end], text[start:new_end]
     indent = old_line[:len(old_line) - len(old_line.lstrip(" \t"))]
     if p - start < len(indent) or new_line[len(indent):len(indent) + 1] in (" ", "\t"):
