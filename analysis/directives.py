@@ -31,7 +31,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import Iterator, List, Optional, Tuple
 
 from . import targets as targets_mod
 
@@ -75,10 +75,26 @@ def _read_targets(source: str) -> FileTargets:
                        named=named_targets(source))
 
 
+def _leading_lines(source: str) -> Iterator[str]:
+    """The lines of ``source`` one at a time (``str.splitlines`` splits all
+    of a large file, where only the first comment block is read)."""
+    at, n = 0, len(source)
+    while at < n:
+        m = _LINE_BREAK.search(source, at)
+        if m is None:
+            yield source[at:]
+            return
+        yield source[at:m.start()]
+        at = m.end()
+
+
+_LINE_BREAK = re.compile(r"\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
 def directive_targets(source: str) -> Tuple[Tuple[str, ...], Tuple[str, ...], Optional[int]]:
     """(known names, unknown names, line) of the first ``# tilelint: target``
     in the first comment block; ``((), (), None)`` without one."""
-    for i, raw in enumerate(source.splitlines(), start=1):
+    for i, raw in enumerate(_leading_lines(source), start=1):
         text = raw.strip()
         if i == 1 and text.startswith("\ufeff"):
             text = text[1:].strip()
@@ -105,11 +121,25 @@ def directive_targets(source: str) -> Tuple[Tuple[str, ...], Tuple[str, ...], Op
     return (), (), None
 
 
+def _names_an_arch(text: str) -> bool:
+    """``_MAYBE.search(text)``, fast on a large text: the regex, case-blind,
+    costs about 40 ns a character; ``str.find`` over the lowered text finds
+    the few places it could match."""
+    low = text.lower()
+    for word in ("sm", "gfx"):
+        at = low.find(word)
+        while at >= 0:
+            if _MAYBE.match(low, at):
+                return True
+            at = low.find(word, at + 1)
+    return False
+
+
 def named_targets(source: str) -> Tuple[str, ...]:
     """Known targets the code names, in order; else the targets its ops
     require (see the module docstring)."""
     out: List[str] = []
-    if _MAYBE.search(source):
+    if _names_an_arch(source):
         for value in _target_strings(source):
             for name in _archs_in(value):
                 norm = targets_mod.normalise(name)
@@ -128,7 +158,12 @@ def required_targets(source: str) -> Tuple[str, ...]:
     """sm_100 for tensor memory / tcgen05, sm_90 for wgmma_gemm (first use first)."""
     if "tcgen05_" not in source and "alloc_tmem" not in source and "wgmma_gemm" not in source:
         return ()
-    code = _LEXEME.sub(lambda m: " " * len(m.group(0)), source)  # comments, strings out
+    parts: List[str] = []
+    at = 0
+    for start, end, _prefix, _lit in _lexemes(source):  # comments, strings out
+        parts += [source[at:start], " " * (end - start)]
+        at = end
+    code = "".join(parts) + source[at:]
     out: List[str] = []
     for m in _REQUIRES.finditer(code):
         t = "sm_100" if m.group("tmem") else "sm_90"
@@ -170,11 +205,33 @@ def string_end(text: str, i: int) -> int:
 
 
 # One pass over the text: comments and string literals (other text is skipped).
+# A literal's prefix letters are read back from the text before its quote
+# (:func:`_lexemes`): with them in the pattern, the search would try to start a
+# match at every one of those letters in the code (slow on large files).
 _LEXEME = re.compile(
     r"#[^\n]*"
-    r"|(?P<prefix>[rRbBuUfF]{0,2})(?P<str>'''(?:\\.|[^\\])*?'''|\"\"\"(?:\\.|[^\\])*?\"\"\""
+    r"|(?P<str>'''(?:\\.|[^\\])*?'''|\"\"\"(?:\\.|[^\\])*?\"\"\""
     r"|'(?:\\.|[^'\\\n])*'|\"(?:\\.|[^\"\\\n])*\")",
     re.S)
+_PREFIX_LETTERS = frozenset("rRbBuUfF")
+
+
+def _lexemes(source: str) -> Iterator[Tuple[int, int, str, Optional[str]]]:
+    """(start, end, prefix, literal) of each comment (literal None) and string
+    literal of ``source``; a literal's start is that of its prefix (up to two
+    of ``rRbBuUfF`` right before the quote)."""
+    for m in _LEXEME.finditer(source):
+        start = m.start()
+        lit = m.group("str")
+        if lit is None:
+            yield start, m.end(), "", None
+            continue
+        k = start
+        while k > 0 and start - k < 2 and source[k - 1] in _PREFIX_LETTERS:
+            k -= 1
+        yield k, m.end(), source[k:start], lit
+
+
 # What stands before a string in a target position.
 _BEFORE = re.compile(
     r"(?:\b\w*target\w*\s*=|['\"]arch['\"]\s*:|\bTarget\s*\()\s*$", re.IGNORECASE)
@@ -183,21 +240,19 @@ _BEFORE = re.compile(
 def _target_strings(source: str) -> List[str]:
     """Values of the code's string literals that stand where a target goes."""
     out: List[str] = []
-    for m in _LEXEME.finditer(source):
-        lit = m.group("str")
+    for start, end, prefix, lit in _lexemes(source):
         if lit is None:
             continue  # a comment
-        if "f" in m.group("prefix").lower() or "b" in m.group("prefix").lower():
+        if "f" in prefix.lower() or "b" in prefix.lower():
             continue
         q = 3 if lit[:3] in ("'''", '"""') else 1
         value = lit[q:-q]
         if not _MAYBE.search(value):
             continue
-        start = m.start()
         before = source[max(0, start - 80):start]
         if _BEFORE.search(before):
             out.append(value)
-        elif _ARCH_IN_STRING.search(value) and not _standalone(source, start, m.end()):
+        elif _ARCH_IN_STRING.search(value) and not _standalone(source, start, end):
             out.append(value)
     return out
 

@@ -46,6 +46,7 @@ counts as configuration (5), and it analyses the first of several targets.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
@@ -178,6 +179,13 @@ def _posix(path: os.PathLike | str) -> str:
 
 def compile_pattern(text: str, base: os.PathLike | str) -> Optional[Pattern]:
     """A gitignore line → Pattern (None for blank lines and comments)."""
+    return _compile_pattern(text, _posix(base))
+
+
+@functools.lru_cache(maxsize=1024)
+def _compile_pattern(text: str, base: str) -> Optional[Pattern]:
+    """:func:`compile_pattern` with ``base`` absolute: the language server asks
+    for the same patterns on every edit."""
     line = text.rstrip("\n").rstrip("\r")
     # Trailing spaces are ignored unless escaped.
     while line.endswith(" ") and not line.endswith("\\ "):
@@ -197,7 +205,7 @@ def compile_pattern(text: str, base: os.PathLike | str) -> Optional[Pattern]:
         rx = re.compile(_glob_to_regex(line))
     except re.error:
         return None
-    return Pattern(text, _posix(base), rx, negated, dir_only)
+    return Pattern(text, base, rx, negated, dir_only)
 
 
 class Matcher:

@@ -8,6 +8,7 @@ something else).  Everything that crosses that border goes through here.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from lsprotocol import types as lsp
@@ -31,14 +32,25 @@ SOURCE = "tilelint"
 def rule_url(code: str) -> Optional[str]:
     """The documentation page of a rule (``codeDescription.href``): the
     installed page's file URI, or None when there is none (then the
-    diagnostic carries no ``codeDescription``)."""
+    diagnostic carries no ``codeDescription``).  Kept per code and
+    ``TILELINT_DOCS_URL`` (every diagnostic of every edit asks; finding the
+    page stats the installation's files)."""
+    key = (code, os.environ.get("TILELINT_DOCS_URL"))
+    if key in _URLS:
+        return _URLS[key]
+    url: Optional[str] = None
     try:
-        url = _ruledocs_url(code)
-        if url:
-            return str(url)
+        found = _ruledocs_url(code)
+        if found:
+            url = str(found)
     except Exception:
         pass
-    return None
+    if len(_URLS) < 4096:
+        _URLS[key] = url
+    return url
+
+
+_URLS: Dict[Tuple[str, Optional[str]], Optional[str]] = {}
 
 
 # --------------------------------------------------------------------------
