@@ -200,6 +200,9 @@ class Loop:
     # Buffer declarations (``T.decl_buffer`` and other views) at the top level
     # of the body: PipelinePlanning's "original statement count" includes them.
     declarations: int = 0
+    # The step of ``range(start, stop, step)`` / ``T.serial(start, stop, step)``
+    # / ``T.unroll(...)`` as written (None: no step given).
+    step: Optional[Expr] = None
 
 
 @dataclass(frozen=True)

@@ -345,8 +345,9 @@ def task_cost(task: TaskLike, kernel: Kernel, env: Env, memory: Dict[str, str],
 
     Modelled: GM->L1 copies; GM<->UB copies of whole UB buffers, contiguous
     in GM or (not dual) strided with rows of known width; the dual L0C->UB
-    copy; GEMMs on L1 operands (fp16/bf16/fp32); and T.Parallel loops in a
-    T.SimtVF block over whole UB buffers with arithmetic bodies.
+    copy; GEMMs on L1 operands (fp16/bf16/fp32); T.Parallel loops in a
+    T.SimtVF block over whole UB buffers with arithmetic bodies; and T.SimdVF
+    blocks of register intrinsics (:func:`simd_block_cost`).
     Raises :class:`Unmodelled` otherwise."""
     st: Stmt = task.stmt
     if task.pipe == "V" and st.kind in ("vf", "parallel"):
@@ -356,15 +357,7 @@ def task_cost(task: TaskLike, kernel: Kernel, env: Env, memory: Dict[str, str],
             # memory term (measured: SimdVF(latency=40) -> 40/40, SimtVF 60 -> 60/60).
             return given, given
     if st.kind == "vf":
-        # The compiler's estimate (OperationCounter on the lowered block) is
-        # max(ops, UB bytes read / 256), ops counting every call node once
-        # (default throughput 0: each S.* intrinsic and each operand's
-        # access_ptr) and each index operation (``_tmp * step`` of a
-        # ``range(0, n, step)``) at max(1, ceil(trips / 51)).  Measured: a
-        # vld/vmuls/vsts loop 8 (2 or 8 trips; 512 B or 2 KiB read), with a
-        # vadds 9, over 8 KiB 32.  Not modelled: the frontend keeps no range step.
-        raise Unmodelled("a T.SimdVF block without latency= (the compiler counts the "
-                         "operations of its lowered intrinsics)")
+        return simd_block_cost(st, kernel, env, memory, allocs)
     if st.kind == "copy":
         return _copy_cost(st, memory, allocs, params, env)
     if st.kind == "gemm":
@@ -580,6 +573,332 @@ def _expr_cycles(e: Expr, loop_vars: Set[str], total: int) -> int:
             raise Unmodelled(f"VF call {e.func}")
         return cost(kind, e) + sum(_expr_cycles(a, loop_vars, total) for a in e.args)
     raise Unmodelled("VF expression")
+
+
+# --------------------------------------------------------------------------
+# A T.SimdVF block of register intrinsics (OperationCounter)
+# --------------------------------------------------------------------------
+#
+# Without ``latency=`` the compiler costs the block on its lowered TIR: the
+# latency (and II) is max(operations, UB bytes the block reads / 256).
+# Operations: every call node once (an intrinsic, the ``access_ptr`` each
+# buffer operand becomes, the ``pset`` of a default mask), and every integer
+# + or * of an index at max(1, ceil(f / 51)), f the product of the trip
+# counts of the block's loops down to the deepest one whose variable the
+# operation mentions.  ``for c in range(a, b, s)`` (s != 1) is lowered to
+# ``for _tmp in range(ceil((b - a) / s))`` with c = a + _tmp * s, and Simplify
+# writes an index as its linear terms (coefficient 1: no product), the
+# constant last.  Bytes: per buffer, the hull of the elements its loads read
+# (a load reads one register: 256 bytes).  Measured on 11 blocks (nested and
+# stepped loops, 7 to 64 trips, 1-D and 2-D buffers, fp32 and fp16, default
+# masks) in tests/test_schedule_ascend.py and the vec_simd_* parity fixtures.
+
+# Intrinsics whose lowering is one call: argument names in order, the
+# argument a default mask takes its element width from (None: the mask is
+# required), and the result ("bool" for a predicate, "src" for the register
+# type of the first argument).
+_SIMD_BINARY = ("src0", "src1", "mask", "mode")
+_SIMD_UNARY = ("src", "mask", "mode")
+_SIMD_SCALAR = ("src", "scalar", "mask", "mode")
+_SIMD_OPS: Dict[str, Tuple[Tuple[str, ...], Optional[str], str]] = {
+    **{n: (_SIMD_BINARY, "src0", "src") for n in ("vadd", "vsub", "vmul", "vdiv", "vmax",
+                                                  "vmin")},
+    **{n: (_SIMD_UNARY, "src", "src") for n in ("vexp", "vln", "vsqrt", "vabs", "vneg",
+                                                "vrelu")},
+    **{n: (_SIMD_SCALAR, "src", "src") for n in ("vmuls", "vadds", "vmaxs", "vmins")},
+    "vcmp": (("src0", "src1", "mask", "op"), "src0", "bool"),
+    "vsel": (("src0", "src1", "mask"), None, "src"),
+    "pset": (("elem_width", "dist"), None, "bool"),
+}
+_SIMD_LOAD = ("addr", "dist")
+_SIMD_STORE = ("addr", "src", "mask", "dist", "extent")
+_SIMD_MODULES = ("S", "T.simd", "simd")
+_REGISTER_BYTES = 256
+_Linear = Tuple[Tuple[Tuple[str, int], ...], int]  # ((IR var, coefficient)...), constant
+
+
+def _simd_name(func: str) -> Optional[str]:
+    module, _, name = func.rpartition(".")
+    return name if module in _SIMD_MODULES else None
+
+
+def _call_args(call: Call, names: Sequence[str]) -> Dict[str, Expr]:
+    if len(call.args) > len(names):
+        raise Unmodelled(f"{call.func} with {len(call.args)} arguments")
+    out = dict(zip(names, call.args, strict=False))
+    for key, value in call.kwargs:
+        if key not in names or key in out:
+            raise Unmodelled(f"{call.func}({key}=…)")
+        out[key] = value
+    return out
+
+
+@dataclass
+class _SimdLoop:
+    trips: int
+    # The Python loop variable as the lowered index sees it, and the IR
+    # variable's range (first, last).
+    form: _Linear
+    first: int
+    last: int
+
+
+class _SimdCounter:
+    """OperationCounter and the read hull of one SimdVF block, on the model's
+    statements; raises :class:`Unmodelled` on anything it cannot count."""
+
+    def __init__(self, memory: Dict[str, str], allocs: _Allocs, env: Env) -> None:
+        self.memory, self.allocs, self.env = memory, allocs, env
+        self.ops = 0
+        self.loops: List[Tuple[str, _SimdLoop]] = []  # Python name -> loop, outermost first
+        self.registers: Dict[str, str] = {}  # bound name -> element dtype or "bool"
+        self.frames: List[int] = [0]  # the block, then each open loop body
+        self.next_frame = 1
+        self.default_masks: Dict[int, int] = {}  # mask width -> frame of its pset
+        self.hull: Dict[str, List[List[int]]] = {}  # buffer -> per-dim [lo, hi] read
+
+    # -- statements -------------------------------------------------------
+
+    def block(self, stmts: Sequence[Stmt]) -> None:
+        for s in stmts:
+            if s.kind == "bind" and s.target is not None and s.target.isidentifier() \
+                    and isinstance(s.value, Call):
+                self.registers[s.target] = self.call(s.value)
+            elif s.kind == "call" and s.call is not None:
+                self.call(s.call)
+            elif s.kind == "serial" and s.loop is not None:
+                self.loop(s)
+            else:
+                raise Unmodelled(f"{s.op} in a T.SimdVF block")
+
+    def loop(self, s: Stmt) -> None:
+        lp = s.loop
+        assert lp is not None
+        if lp.kind not in ("range", "serial", "unroll") or "," in lp.var:
+            raise Unmodelled(f"a {lp.kind} loop in a T.SimdVF block")
+        start = self.env.eval_int(lp.start) if lp.start is not None else 0
+        stop = self.env.eval_int(lp.stop)
+        step = self.env.eval_int(lp.step) if lp.step is not None else 1
+        if start is None or stop is None or step is None or step <= 0:
+            raise Unmodelled("the bounds of a loop in a T.SimdVF block")
+        trips = _ceil(stop - start, step)
+        if trips <= 1:  # Simplify may fold a loop of one trip away
+            raise Unmodelled("a loop of fewer than two trips in a T.SimdVF block")
+        ir_var = f"{lp.var}#{len(self.loops)}"
+        if step == 1:  # the loop variable itself, over [start, stop)
+            info = _SimdLoop(trips, (((ir_var, 1),), 0), start, stop - 1)
+        else:  # start + _tmp * step, _tmp over [0, trips)
+            info = _SimdLoop(trips, (((ir_var, step),), start), 0, trips - 1)
+        self.loops.append((lp.var, info))
+        self.frames.append(self.next_frame)
+        self.next_frame += 1
+        self.block(s.children)
+        self.frames.pop()
+        self.loops.pop()
+
+    # -- calls ------------------------------------------------------------
+
+    def call(self, call: Call) -> str:
+        """Count ``call`` (an intrinsic) and its arguments; its result type."""
+        name = _simd_name(call.func)
+        if name == "vld":
+            return self.load(call)
+        if name == "vsts":
+            args = _call_args(call, _SIMD_STORE)
+            self.ops += 1
+            self.address(args.get("addr"), None)
+            src = self.operand(args.get("src"))
+            self.mask(args.get("mask"), src)
+            for n in ("dist", "extent"):
+                self.operand(args.get(n))
+            return "void"
+        if name not in _SIMD_OPS:
+            raise Unmodelled(f"{call.func} in a T.SimdVF block")
+        names, mask_from, result = _SIMD_OPS[name]
+        args = _call_args(call, names)
+        self.ops += 1
+        types = {n: self.operand(args[n]) for n in names if n in args and n != "mask"}
+        if "mask" in names:
+            if mask_from is None and "mask" not in args:
+                raise Unmodelled(f"{call.func} without its mask")
+            self.mask(args.get("mask"), types.get(mask_from or "", ""))
+        if result == "bool":
+            return "bool"
+        return types.get(names[0], "")
+
+    def load(self, call: Call) -> str:
+        args = _call_args(call, _SIMD_LOAD)
+        dist = args.get("dist", Const("NORM"))
+        if not isinstance(dist, Const) or not isinstance(dist.value, str) or \
+                dist.value.startswith(("BRC_", "E2B_", "US_", "UNPK", "DS_", "BLK")):
+            # Those distributions read another number of elements than a register.
+            raise Unmodelled("a vld distribution other than NORM")
+        self.ops += 1
+        return self.address(args.get("addr"), "r")
+
+    def operand(self, e: Optional[Expr]) -> str:
+        """Count a non-address argument; the element type of a register."""
+        if isinstance(e, Call):
+            if _simd_name(e.func) is not None:
+                return self.call(e)
+            dt = normalise_dtype(e.func[2:]) if e.func.startswith("T.") else None
+            if dt in _DTYPE_BYTES and len(e.args) == 1 and not e.kwargs and \
+                    isinstance(self.env.evaluate(e.args[0]), (int, float)):
+                return ""  # T.float32(2.0): a constant
+            raise Unmodelled(f"{e.func} in a T.SimdVF block")
+        if isinstance(e, Name) and e.id in self.registers:
+            return self.registers[e.id]
+        if e is not None and _mentions_any(e, self.loop_vars()):
+            raise Unmodelled("a loop variable in an intrinsic's operand")
+        if e is None or isinstance(self.env.evaluate(e), (int, float, str)):
+            return ""  # a constant (an immediate in the lowered call)
+        raise Unmodelled("an operand of a T.SimdVF intrinsic")
+
+    def mask(self, given: Optional[Expr], dtype: str) -> None:
+        """A mask argument; without one the intrinsic binds ``pset`` of its
+        element width, once per scope that is still open."""
+        if given is not None:
+            if self.operand(given) != "bool":
+                raise Unmodelled("a mask that is not a predicate register")
+            return
+        bits = _DTYPE_BYTES.get(dtype, 0) * 8
+        if not bits:
+            raise Unmodelled("the element width of a default mask")
+        if self.default_masks.get(bits) not in self.frames:
+            self.default_masks[bits] = self.frames[-1]
+            self.ops += 1
+
+    # -- addresses and indices ----------------------------------------------
+
+    def address(self, e: Optional[Expr], mode: Optional[str]) -> str:
+        """A buffer operand: its ``access_ptr`` call and index arithmetic;
+        a read ("r") adds the register's elements to the buffer's hull."""
+        if not isinstance(e, Subscript) or not isinstance(e.value, Name):
+            raise Unmodelled("an intrinsic address that is not buffer[index]")
+        buf = e.value.id
+        if self.memory.get(buf) != "UB":
+            raise Unmodelled(f"an intrinsic address in {buf} (not UB)")
+        shape, dtype = self.allocs[buf]
+        idx = e.index.items if isinstance(e.index, TupleExpr) else (e.index,)
+        if len(idx) != len(shape):
+            raise Unmodelled(f"the index of {buf}")
+        forms = [self.linear(i) for i in idx]
+        self.ops += 1  # access_ptr
+        for f in forms:
+            self.ops += self.index_ops(f)
+        if mode == "r":
+            self.read(buf, shape, dtype, forms)
+        return dtype
+
+    def linear(self, e: Expr) -> _Linear:
+        """An index as linear terms over the IR loop variables."""
+        if isinstance(e, Name):
+            for var, info in reversed(self.loops):
+                if var == e.id:
+                    return info.form
+        if isinstance(e, BinOp) and e.op in ("+", "-", "*"):
+            (lt, lc), (rt, rc) = self.linear(e.left), self.linear(e.right)
+            if e.op == "*":
+                if lt and rt:
+                    raise Unmodelled("a product of loop variables in an index")
+                k, (terms, c) = (lc, (rt, rc)) if not lt else (rc, (lt, lc))
+                return tuple((v, a * k) for v, a in terms), c * k
+            sign = 1 if e.op == "+" else -1
+            coef = dict(lt)
+            for v, a in rt:
+                coef[v] = coef.get(v, 0) + sign * a
+            return tuple(coef.items()), lc + sign * rc
+        n = None if _mentions_any(e, self.loop_vars()) else self.env.eval_int(e)
+        if n is None:
+            raise Unmodelled("an index that is not linear in the block's loops")
+        return (), n
+
+    def loop_vars(self) -> Set[str]:
+        return {v for v, _ in self.loops}
+
+    def op_cost(self, variables: Iterable[str]) -> int:
+        depth = max((d for d, (_, info) in enumerate(self.loops)
+                     if info.form[0][0][0] in variables), default=-1)
+        factor = math.prod(info.trips for _, info in self.loops[:depth + 1])
+        return max(1, _ceil(factor, OP_THROUGHPUT["*"]))
+
+    def index_ops(self, form: _Linear) -> int:
+        """Cycles of the index as Simplify writes it: ``a*x + b*y + c`` (left
+        to right; no product for a coefficient 1, no sum for a constant 0)."""
+        terms = [(v, a) for v, a in form[0] if a != 0]
+        const = form[1]
+        if any(a < 0 for _, a in terms) or (terms and const < 0):
+            raise Unmodelled("a subtraction in an index")
+        cycles = sum(self.op_cost([v]) for v, a in terms if a != 1)
+        adds = max(0, len(terms) - 1) + (1 if terms and const else 0)
+        every = self.op_cost([v for v, _ in terms])
+        if adds and len(terms) > 2 and every > 1:
+            # The partial sums' costs depend on the order of the terms.
+            raise Unmodelled("an index of three loop variables")
+        return cycles + adds * every
+
+    def read(self, buf: str, shape: Sequence[int], dtype: str, forms: Sequence[_Linear]
+             ) -> None:
+        """The rectangle a one-register load from ``forms`` reads (the run of
+        elements spread over the dims from the innermost), added to the hull."""
+        rem = _REGISTER_BYTES // _DTYPE_BYTES[dtype]
+        box: List[List[int]] = [[0, 0] for _ in shape]
+        for k in range(len(shape) - 1, -1, -1):
+            lo, hi = self.bounds(forms[k])
+            if rem <= 1:
+                box[k] = [lo, hi]
+            elif rem >= shape[k]:
+                box[k] = [0, shape[k] - 1]
+                rem = _ceil(rem, shape[k])
+            else:
+                box[k] = [lo, hi + rem - 1]
+                rem = 1
+        old = self.hull.get(buf)
+        self.hull[buf] = box if old is None else \
+            [[min(a[0], b[0]), max(a[1], b[1])] for a, b in zip(old, box, strict=True)]
+
+    def bounds(self, form: _Linear) -> Tuple[int, int]:
+        ranges = {info.form[0][0][0]: (info.first, info.last) for _, info in self.loops}
+        lo = hi = form[1]
+        for v, a in form[0]:
+            first, last = ranges[v]
+            lo += min(a * first, a * last)
+            hi += max(a * first, a * last)
+        return lo, hi
+
+    def read_bytes(self) -> int:
+        return sum(math.prod(hi - lo + 1 for lo, hi in box) * _DTYPE_BYTES[self.allocs[b][1]]
+                   for b, box in self.hull.items())
+
+
+def _simd_block_statements(kernel: Kernel, st: Stmt) -> List[Stmt]:
+    """The top-level statements of the ``with T.SimdVF()`` block of ``st``."""
+    key = vf_scope_call(st, "T.SimdVF")
+    out: List[Stmt] = []
+    for s in walk_stmts(kernel.body):
+        if key is not None and vf_scope_call(s, "T.SimdVF") == key and \
+                not any(_inside(s.span, o.span) for o in out):
+            out.append(s)
+    return out
+
+
+def _inside(a: Span, b: Span) -> bool:
+    return (b.line, b.col) <= (a.line, a.col) and (a.end_line, a.end_col) <= \
+        (b.end_line, b.end_col)
+
+
+def simd_block_cost(st: Stmt, kernel: Kernel, env: Env, memory: Dict[str, str],
+                    allocs: _Allocs) -> Tuple[int, int]:
+    """(latency, II) of a T.SimdVF block of register intrinsics (``st``, a
+    "vf" task whose children are the block's statements) without
+    ``latency=``: max(operations, UB bytes read / 256) for both."""
+    whole = _simd_block_statements(kernel, st)
+    if [s.span for s in whole] != [s.span for s in st.children]:
+        raise Unmodelled("a T.SimdVF block that is not one task here")
+    counter = _SimdCounter(memory, allocs, env)
+    counter.block(st.children)
+    latency = max(counter.ops, _ceil(counter.read_bytes(), VALU_BANDWIDTH))
+    return latency, max(1, latency)
 
 
 # --------------------------------------------------------------------------

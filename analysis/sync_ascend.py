@@ -916,9 +916,43 @@ def _loop_buffers(src_body: Sequence[Task], memory: Dict[str, str]
     eligible = []
     for b in own:
         first = next((t for t in src_body if b in t.writes or b in t.reads), None)
-        if first is not None and b in first.writes and b not in first.reads:
+        if first is not None and b in first.writes and \
+                (b not in first.reads or _simd_writes_first(first.stmt, b)):
             eligible.append(b)
     return own, eligible
+
+
+def _simd_writes_first(stmt: Stmt, buf: str) -> bool:
+    """Whether a T.SimdVF block of intrinsics (a "vf" task) stores to ``buf``
+    before it loads from it, in the order the compiler's write-first check
+    visits the lowered block: statements in order, a call's arguments in
+    order (a store's address is its first argument)."""
+    if stmt.kind != "vf":
+        return False
+
+    def first(e: Optional[Expr], store: bool) -> Optional[bool]:
+        if isinstance(e, Subscript):
+            base = e.value
+            while isinstance(base, Subscript):
+                base = base.value
+            if isinstance(base, Name) and base.id == buf:
+                return store
+            return None
+        if isinstance(e, Call):
+            stored = e.func.rsplit(".", 1)[-1] in _SIMD_STORES
+            args = list(e.args) + [v for _, v in e.kwargs]
+            for i, a in enumerate(args):
+                got = first(a, stored and i == 0)
+                if got is not None:
+                    return got
+        return None
+
+    for st in walk_stmts(stmt.children):
+        got = first(st.call if st.kind == "call" else st.value if st.kind == "bind" else None,
+                    False)
+        if got is not None:
+            return got
+    return False
 
 
 def _unplaced(body_stmts: Sequence[Stmt], memory: Dict[str, str]) -> List[str]:

@@ -240,12 +240,16 @@ def test_a_simd_block_of_intrinsics_is_one_v_task():
     inp = plan.schedule.input
     assert inp is not None and inp.latencies[1] == 40 and inp.iis[1] == 40
     # Without latency= the compiler counts the operations of the lowered
-    # intrinsics (8 cycles for this block, measured), which the model does
-    # not: the forced chain is claimed without start times, and says why.
+    # intrinsics: pset 1, then per statement of the 8-trip loop vsts, its
+    # access_ptr, _tmp * 64 (ceil(8/51) = 1), vmuls, vld, its access_ptr,
+    # _tmp * 64: 8, against 2 KiB of x read / 256 = 8.  Measured with
+    # tilelang 0.1.15 on this exact kernel: latencies [131, 8, 216], IIs
+    # [41, 8, 36].
     src = (FIX / "vec_simd_intrinsics_v4.py").read_text()
     plan = _plan_src(src.replace("T.SimdVF(latency=40)", "T.SimdVF()"))
-    assert plan.schedule.exact and plan.schedule.ii is None
-    assert "T.SimdVF block without latency=" in plan.schedule.reason
+    assert plan.schedule.exact and plan.schedule.ii is not None
+    assert plan.schedule.input.latencies == (131, 8, 216)
+    assert plan.schedule.input.iis == (41, 8, 36)
     # A latency= whose value is not known here is said so, not taken for 0.
     plan = _plan_src(src.replace("T.SimdVF(latency=40)", "T.SimdVF(latency=lat)"))
     assert plan.schedule.ii is None
@@ -283,3 +287,86 @@ def test_deferred_solving_covers_the_serial_loop():
     with deferred_solving() as pending:
         plan = _plan("gemm_outer_tiles.py")
     assert plan.result.schedule_exact and pending == [] and plan.outer.ii == 4033
+
+
+def _vf_costs(name):
+    inp = _plan(name).schedule.input
+    return [(lat, ii) for lat, ii, flag in zip(inp.latencies, inp.iis, inp.resource_flags,
+                                               strict=True) if flag == 16]
+
+
+@pytest.mark.parametrize("name,costs", [
+    # pset 1; per statement (26 x 4 trips: index products ceil(104/51) = 3):
+    # a = vld (1) + access_ptr (1) + _tmp * 64 (3); vsts' default mask pset
+    # bound in the inner loop (1, shared with vexp's), vsts 1, access_ptr 1,
+    # _tmp * 64 3, vexp 1: 1 + 5 + 7 = 13 > 1 KiB / 256 = 4.
+    ("vec_simd_est_nested.py", [(13, 13)]),
+    # pset 1; a: vld 1, access_ptr 1, _tmp * 64 ceil(52/51) = 2; vadds 1; each
+    # vsts: 1 + access_ptr 1 + r * k (1, r alone: ceil(26/51)) + _tmp * 64 (2)
+    # + the sum (2) = 7; 1 + 4 + 1 + 7 + 7 = 20 > 512 B / 256 = 2.
+    ("vec_simd_est_index.py", [(20, 20)]),
+    # The reads: x 1 KiB, y 1 KiB, z [128, 511] 768 B: 2816 / 256 = 11 against
+    # 23 operations: vld + access_ptr (2), vexp + its default pset (2), loop 1
+    # (vsts, access_ptr, _tmp * 128, vadd, 2 x (vld, access_ptr, _tmp * 128):
+    # 10), loop 2 (vsts, access_ptr, 2 for 128 + _tmp * 128, vmax, vld,
+    # access_ptr, 2: 9).
+    ("vec_simd_est_masks.py", [(23, 23)]),
+    # pset 1; vsts 1, access_ptr 1, r * 128 + _tmp * 64 + 64 (two products,
+    # two sums: 4), vmuls 1, vld 1, access_ptr 1, r * 128 + _tmp * 64 (3):
+    # 13 > x[128, 383] = 1 KiB / 256 = 4.
+    ("vec_simd_est_offsets.py", [(13, 13)]),
+    # All of x (26 KiB / 256 = 104) against 12 ops; half of y (13 KiB: 52)
+    # against 10.
+    ("vec_simd_est_two_blocks.py", [(104, 104), (52, 52)]),
+    # C_ub 32 x 128 fp32 read whole: 16 KiB / 256 = 64 against 10 ops.
+    ("mixed_simd_relu.py", [(64, 64)]),
+])
+def test_simd_block_estimate(name, costs):
+    # max(operations, UB bytes read / 256) for latency and II (OperationCounter
+    # in estimate_latency.cc); the parity suite checks each against the
+    # compiler's scheduler input.
+    assert _vf_costs(name) == costs
+
+
+_SIMD_BLOCK = (FIX / "vec_simd_est_offsets.py").read_text()
+_SIMD_STORE = """                            S.vsts(z[r * 128 + c + 64],
+                                   S.vmuls(S.vld(x[c + r * 128], "NORM"), T.float32(2.0), m),
+                                   m, "NORM_B32")"""
+
+
+@pytest.mark.parametrize("edit,why", [
+    # A branch inside the block.
+    ((_SIMD_STORE, "                            if r == 1:\n" + _SIMD_STORE.replace(
+        "\n", "\n    ").replace("                            S.vsts",
+                                   "                                S.vsts")),
+     "if in a T.SimdVF block"),
+    # An intrinsic outside the counted set, a load of another footprint.
+    (("S.vmuls(", "S.vcadd("), "S.vcadd in a T.SimdVF block"),
+    (('"NORM")', '"BRC_B32")'), "a vld distribution other than NORM"),
+    # A loop of one trip (Simplify may fold it), an index subtraction.
+    (("range(1, 3)", "range(1, 2)"), "fewer than two trips"),
+    (("x[c + r * 128]", "x[r * 128 - c + 64]"), "a subtraction in an index"),
+    # A product of two loop variables is not an index Simplify keeps linear.
+    (("x[c + r * 128]", "x[c * r]"), "a product of loop variables"),
+])
+def test_simd_block_outside_the_count_says_why(edit, why):
+    src = _SIMD_BLOCK.replace(*edit)
+    assert src != _SIMD_BLOCK
+    plan = _plan_src(src)
+    # The three tasks form a chain: the order is exact, without start times.
+    assert plan.schedule.exact and plan.schedule.ii is None
+    assert why in plan.schedule.reason, plan.schedule.reason
+
+
+def test_simd_store_before_load_keeps_a_buffer_eligible():
+    # The compiler's write-first check visits the lowered block in order, a
+    # call's arguments in order: vsts(z[c], vmax(vld(z[c]), ...)) stores z
+    # first (its address is the first argument), a separate v = vld(z[c])
+    # before the store reads it first.  Measured: vec_simd_est_masks gives z a
+    # version variable (2 versions), vec_simd_est_read_first does not (1).
+    masks = _plan("vec_simd_est_masks.py")
+    assert masks.schedule.input.version_buffers == ("y", "z")
+    assert dict(masks.result.versions)["z"] == 2
+    first = _plan("vec_simd_est_read_first.py")
+    assert first.schedule.input.version_buffers == ("y",)
+    assert dict(first.result.versions)["z"] == 1

@@ -81,6 +81,7 @@ class LoopHead:
     kwargs: Dict[str, Tuple[Expr, Span, cst.Arg]] = field(default_factory=dict)
     unsupported: List[Tuple[str, Span]] = field(default_factory=list)
     iterator: Optional[Expr] = None
+    step: Optional[Expr] = None
 
 
 class StatementBuilder(CallBuilder):
@@ -254,6 +255,12 @@ class StatementBuilder(CallBuilder):
             head.start = head.kwargs["start"][0]
         if "stop" in head.kwargs:
             head.stop = head.kwargs["stop"][0]
+        if head.kind in ("serial", "range", "unroll"):
+            # range(start, stop, step), T.serial/T.unroll(start, stop, step=...)
+            if len(positional) >= 3:
+                head.step = self.expr(positional[2].value)
+            if "step" in head.kwargs:
+                head.step = head.kwargs["step"][0]
 
     def loop_model(self, node: cst.For, it: cst.BaseExpression, var: str, head: "LoopHead",
              children: List[Stmt], pa: int, condition: Optional[Expr]) -> Loop:
@@ -277,6 +284,7 @@ class StatementBuilder(CallBuilder):
             order_expr=kw["order"][0] if "order" in kw else None,
             stage_expr=kw["stage"][0] if "stage" in kw else None,
             declarations=self.pipelined_declarations(node) if head.kind == "pipelined" else 0,
+            step=head.step,
         )
 
     def tuple_argument(self, kwargs: Dict[str, Tuple[Expr, Span, cst.Arg]], key: str
