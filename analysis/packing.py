@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Dict, List, NamedTuple, Optional, Sequence, Set, Tuple, Union
 
@@ -780,11 +781,146 @@ def autotune_overflows(module: Module, kernel: Kernel, target: str,
     budget = targets_mod.budget(target)
     if not cfgs or budget is None:
         return None
-    packed = pack_configs(module, kernel, cfgs, target, base_bindings, overrides)
-    over = [(cfg, cp.packing) for cfg, cp in zip(cfgs, packed, strict=True)
-            if not isinstance(cp, str) and cp.packing.total_bytes is not None
-            and cp.packing.total_bytes > budget]
+    packed = _sweep_packings(module, kernel, cfgs, target, base_bindings, overrides)
+    over = [(cfg, p) for cfg, p in zip(cfgs, packed, strict=True)
+            if p is not None and p.total_bytes is not None and p.total_bytes > budget]
     return cfgs, over
+
+
+# ---- the sweep, kept across analyses ---------------------------------------
+# The language server analyses a kernel again on every keystroke, and most
+# keystrokes of a statement being typed leave the kernel's model as it was (a
+# bare name or attribute is no statement of the model) or only move its lines.
+# A configuration's packing reads the kernel's model (never a line of it: a
+# span only orders statements of the same model, and the same lines moved keep
+# their order) and the names its evaluation resolves (``Env.record_reads``).
+# So a packing is kept per kernel model with its spans left out
+# (:func:`shape_key`) and target, under the names read and what they resolved
+# to, and holds for a later analysis where those resolve the same way.  An
+# evaluation that consults the file's functions (a helper called in a tile
+# size) reads more than names, and its packing is kept for this sweep only.
+# The spans a kept packing holds are its buffers' allocations: they are taken
+# from the kernel being analysed.
+
+_SweepMemo = Dict[Tuple[Tuple[str, int], ...], Dict[tuple, Packing]]
+_SWEEPS: "OrderedDict[Tuple[object, str], _SweepMemo]" = OrderedDict()
+_SWEEPS_KEPT = 64
+
+
+def _sweep_packings(module: Module, kernel: Kernel, cfgs: Sequence[Dict[str, object]],
+                    target: str, base_bindings: Sequence[Tuple[str, object]],
+                    overrides: Optional[Dict[str, object]]) -> List[Optional[Packing]]:
+    """The packing of each configuration (None: it could not be planned), as
+    :func:`pack_configs` computes it, re-using the packings kept for a kernel
+    of the same model (see above)."""
+    from . import values as values_mod
+    spans = _alloc_spans(kernel)
+    key = (shape_key(kernel), target) if spans is not None else None
+    kept: _SweepMemo = _SWEEPS.get(key, {}) if key is not None else {}
+    if key is not None:
+        _SWEEPS[key] = kept
+        _SWEEPS.move_to_end(key)
+        while len(_SWEEPS) > _SWEEPS_KEPT:
+            _SWEEPS.popitem(last=False)
+    local: _SweepMemo = {}
+    keys = {k for c in cfgs for k in c}
+    out: List[Optional[Packing]] = []
+    for cfg in cfgs:
+        binds = {k: v for k, v in base_bindings if k not in keys}
+        binds.update(overrides or {})
+        try:
+            env = values_mod.build_env(module, kernel, None, binds, config=cfg)
+            hit = _kept_packing(env, kept) or _kept_packing(env, local)
+            if hit is None:
+                reads = env.record_reads()
+                watch = _ProgramWatch(env.program)
+                env.program = watch  # type: ignore[assignment]
+                view, loops, ws = plan_instance(kernel, env, target)
+                hit = pack_kernel(view, env, loops, target, ws)
+                read = tuple(reads)
+                memo = local if watch.consulted or key is None else kept
+                memo.setdefault(read, {})[tuple(reads[k] for k in read)] = hit
+        except Exception:  # noqa: BLE001 - pack_configs says why; TL202 skips it
+            out.append(None)
+            continue
+        out.append(_rebased(hit, spans) if spans is not None else hit)
+    return out
+
+
+def _kept_packing(env: Env, memo: _SweepMemo) -> Optional[Packing]:
+    for read, packs in memo.items():
+        hit = packs.get(env.outcomes(read))
+        if hit is not None:
+            return hit
+    return None
+
+
+class _ProgramWatch:
+    """The file's functions as an evaluation sees them, noting that it looked."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner = inner
+        self.consulted = False
+
+    def __getattr__(self, name: str) -> object:
+        self.consulted = True
+        return getattr(self.inner, name)
+
+
+def _alloc_spans(kernel: Kernel) -> Optional[Dict[str, Span]]:
+    """Buffer name → its allocation's span (None: a name allocated twice)."""
+    out: Dict[str, Span] = {}
+    for a in kernel.allocs:
+        if a.name in out:
+            return None
+        out[a.name] = a.span
+    return out
+
+
+def _rebased(p: Packing, spans: Dict[str, Span]) -> Packing:
+    """``p`` with each buffer's span that of its allocation in ``spans``."""
+    if all(spans.get(b.name, b.span) == b.span for b in p.buffers):
+        return p
+    return dataclasses.replace(p, buffers=tuple(
+        dataclasses.replace(b, span=spans.get(b.name, b.span)) for b in p.buffers))
+
+
+def shape_key(obj: object, memo: Optional[Dict[int, object]] = None) -> object:
+    """A hashable value equal for two model values that differ in their spans
+    only (dataclasses by their fields, in order; every Span left out)."""
+    memo = {} if memo is None else memo
+    return _shape(obj, memo)
+
+
+_SHAPE_FIELDS: Dict[type, Optional[Tuple[str, ...]]] = {}
+
+
+def _shape(o: object, memo: Dict[int, object]) -> object:
+    t = type(o)
+    if t is Span:
+        return None
+    if t in (str, int, float, bool, type(None)):
+        return o
+    if isinstance(o, (tuple, list)) and (t is tuple or t is list):
+        return (t, tuple([_shape(x, memo) for x in o]))
+    hit = memo.get(id(o))
+    if hit is not None:
+        return hit
+    names = _SHAPE_FIELDS.get(t, ())
+    if names == ():
+        names = _SHAPE_FIELDS[t] = (tuple(f.name for f in dataclasses.fields(o))
+                                    if dataclasses.is_dataclass(o) else None)
+    if names is not None:
+        d = o.__dict__
+        out: object = (t,) + tuple([_shape(d[n], memo) for n in names])
+    elif isinstance(o, (frozenset, set)):
+        out = (t, frozenset(_shape(x, memo) for x in o))
+    elif isinstance(o, dict):
+        out = (t, tuple((_shape(k, memo), _shape(v, memo)) for k, v in o.items()))
+    else:
+        out = (t, repr(o))
+    memo[id(o)] = out
+    return out
 
 
 class ConfigPacking(NamedTuple):
