@@ -12,7 +12,8 @@ The oracle also records the compiler's straight-line scheduler (the kernel
 body: tasks and whole loops) and the scheduler of a T.serial loop around the
 pipelined loops; kernels with two loops, an outer T.serial or T.Persistent
 loop (with and without the guards of an unfilled wave), SimdVF blocks of
-intrinsics (one and two per loop, costed with latency=), mixed cube->vector
+intrinsics (one and two per loop, costed with latency= or, without it, with
+the compiler's operation count: vec_simd_est_*, mixed_simd_relu), mixed cube->vector
 epilogues (per tile, persistent, through a GM workspace) are here.  Total
 time on 2 shared cores: about 5 min under load (the 9-18-task vector loops
 take 1-6 s each, in the compiler and again in the model).
@@ -517,3 +518,26 @@ def test_latency_argument_is_the_vf_tasks_cost(oracle, name, pos, latency):
     _, plan = _plan(name)
     inp = plan.schedule.input
     assert inp.latencies[pos] == inp.iis[pos] == latency
+
+
+SIMD_ESTIMATED = sorted(n for n in ALL if n.startswith("vec_simd_est_")) + ["mixed_simd_relu.py"]
+
+
+def test_simd_estimate_fixtures_exist():
+    assert len(SIMD_ESTIMATED) >= 4, SIMD_ESTIMATED
+
+
+@pytest.mark.parametrize("name", SIMD_ESTIMATED)
+def test_simd_block_without_latency_is_the_compilers_estimate(oracle, name):
+    """A T.SimdVF block of intrinsics without latency=: the compiler's cost
+    model counts the lowered block's operations and the UB bytes it reads;
+    ours gives each V task the same latency and II, so the loop is scheduled
+    with start times (not the forced-chain fallback without them)."""
+    (theirs,) = oracle[name]["scheduler"]
+    _, plan = _plan(name)
+    inp = plan.schedule.input
+    assert inp is not None and plan.schedule.ii == theirs["ii"], plan.schedule.reason
+    vf = [i for i, f in enumerate(theirs["resource_flags"]) if f == 16]
+    assert vf and [inp.latencies[i] for i in vf] == [theirs["latencies"][i] for i in vf]
+    assert [inp.iis[i] for i in vf] == [theirs["iis"][i] for i in vf]
+    assert all(theirs["latencies"][i] == theirs["iis"][i] for i in vf)
