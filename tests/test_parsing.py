@@ -77,3 +77,47 @@ def test_no_fixture_that_cpython_parses_gets_tl001():
         except SyntaxError:
             continue
         assert _tl001(src) == [], path
+
+
+STACKED = '''import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit
+def first(M, block_M=64):
+    @T.prim_func
+    def k1(A: T.Tensor((M,), "float16")):
+        with T.Kernel(1, threads=128) as bx:
+            A_shared = T.alloc_shared((block_M,), "float16")
+            for i in T.Pipelined(4, num_stages=2):
+                T.copy(A[i * block_M], A_shared)
+                T.copy(
+    return k1
+
+
+@tilelang.autotune(configs=[{"block_M": 64}, {"block_M": 128}])
+@tilelang.jit(out_idx=[-1])
+def second(M, block_M=None):
+    @T.prim_func
+    def k2(A: T.Tensor((M,), "float16")):
+        with T.Kernel(1, threads=128) as bx:
+            A_shared = T.alloc_shared((block_M,), "float16")
+            for i in T.Pipelined(4, num_stages=2):
+                T.copy(A[i * block_M], A_shared)
+    return k2
+'''
+
+
+def test_stacked_decorators_after_an_unclosed_bracket_stay_together():
+    # An unclosed bracket (a statement being typed) leaves the tokenizer unable
+    # to say where the later statements start; the line-based cut must not split
+    # `second`'s two one-line decorators: CPython accepts that function on its
+    # own, so the file has one broken region, reported once, where CPython
+    # stops, and `second`'s kernel is still read.
+    with pytest.raises(SyntaxError) as err:
+        ast.parse(STACKED)
+    tail = STACKED[STACKED.index("@tilelang.autotune"):]
+    ast.parse(tail)
+    got = _tl001(STACKED)
+    assert [p.span.line for p in got] == [err.value.lineno]
+    assert "k2" in [k.name for k in frontend.parse_module(STACKED).kernels]

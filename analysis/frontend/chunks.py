@@ -274,13 +274,15 @@ def scan_tokens(source: str) -> TokenScan:
 def fallback_starts(lines: Sequence[str], first: int, starts: List[int]) -> None:
     """After the tokenizer failed: add to ``starts`` the lines from ``first`` on
     that start in column 0 with something other than a comment or a clause
-    keyword (a decorated def stays with its decorator)."""
+    keyword (a decorated def stays with its decorators: a decorator after a
+    complete one-line decorator does not start a statement either)."""
     for i in range(first, len(lines)):
         line = lines[i]
         if line[:1] and not line[:1].isspace() and not line.startswith("#") \
                 and first_word(line) not in CLAUSE_KEYWORDS:
             if i not in starts:
-                if line.startswith("@") or not (starts and _prev_is_decorator(lines, i)):
+                prev = _prev_decorator(lines, i) if starts else None
+                if prev is None or (line.startswith("@") and not _one_line(prev)):
                     starts.append(i)
 
 
@@ -289,8 +291,20 @@ def first_word(line: str) -> str:
     return m.group(0) if m else ""
 
 
-def _prev_is_decorator(lines: Sequence[str], i: int) -> bool:
+def _prev_decorator(lines: Sequence[str], i: int) -> Optional[str]:
+    """The line above ``i`` (blank and comment lines skipped) when it is a
+    decorator, else None."""
     j = i - 1
     while j >= 0 and (not lines[j].strip() or lines[j].lstrip().startswith("#")):
         j -= 1
-    return j >= 0 and lines[j].startswith("@")
+    return lines[j] if j >= 0 and lines[j].startswith("@") else None
+
+
+def _one_line(line: str) -> bool:
+    """Does ``line`` tokenize on its own, brackets closed (a whole decorator)?"""
+    try:
+        for _tok in tokenize.generate_tokens(io.StringIO(line.rstrip("\r\n") + "\n").readline):
+            pass
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return False
+    return True
