@@ -66,6 +66,7 @@ from .model import (
     Name,
     Opaque,
     Slice,
+    Span,
     Stmt,
     Subscript,
     TupleExpr,
@@ -312,7 +313,7 @@ def _stored_buffer(call: Stmt) -> Optional[str]:
     return e.id if isinstance(e, Name) else None
 
 
-def _vf_block(stmts: Sequence[Stmt]) -> Optional[Stmt]:
+def _vf_block(stmts: Sequence[Stmt], op: str = "T.SimdVF") -> Optional[Stmt]:
     """Consecutive statements of one ``T.SimdVF`` block written with register
     intrinsics, as the single V task the compiler makes of the block: it reads
     every buffer the intrinsics mention and writes the ones a store
@@ -336,9 +337,9 @@ def _vf_block(stmts: Sequence[Stmt]) -> Optional[Stmt]:
         return None
     first, last = stmts[0], stmts[-1]
     span = replace(first.span, end_line=last.span.end_line, end_col=last.span.end_col)
-    return replace(first, kind="vf", op="T.SimdVF", span=span,
+    return replace(first, kind="vf", op=op, span=span,
                    reads=tuple(reads.values()), writes=tuple(writes.values()),
-                   label=f"T.SimdVF block ({len(stmts)} statement{'s' if len(stmts) != 1 else ''})",
+                   label=f"{op} block ({len(stmts)} statement{'s' if len(stmts) != 1 else ''})",
                    children=tuple(stmts), loop=None, call=None, target=None, value=None)
 
 
@@ -358,7 +359,7 @@ def _group_vf_blocks(stmts: Sequence[Stmt], memory: Dict[str, str]) -> List[Stmt
                 out.append(block)
             run.clear()
 
-    for st in stmts:
+    for st in _group_parallel_blocks(stmts, memory):
         if "T.SimdVF" in st.scope and (st.kind == "bind" or classify(st, memory) is None):
             if run and vf_scope_call(run[-1], "T.SimdVF") != vf_scope_call(st, "T.SimdVF"):
                 flush()
@@ -367,6 +368,39 @@ def _group_vf_blocks(stmts: Sequence[Stmt], memory: Dict[str, str]) -> List[Stmt
         flush()
         out.append(st)
     flush()
+    return out
+
+
+def _vf_key(st: Stmt) -> Optional[Tuple[Span, Call]]:
+    """The innermost VF block (``with T.SimdVF/T.SimtVF(...)``) around ``st``."""
+    for span, call in reversed(st.scope_calls):
+        if isinstance(call, Call) and call.func in ("T.SimdVF", "T.SimtVF"):
+            return (span, call)
+    return None
+
+
+def _group_parallel_blocks(stmts: Sequence[Stmt], memory: Dict[str, str]) -> List[Stmt]:
+    """``stmts`` with each VF block that holds several T.Parallel loops (and
+    only vector work) replaced by one V-task statement: the compiler makes the
+    block one task (measured: two T.Parallel loops of one SimdVF or SimtVF
+    block are one V task of 22 cycles, not two of 11 and 16)."""
+    out: List[Stmt] = []
+    i = 0
+    while i < len(stmts):
+        key = _vf_key(stmts[i])
+        j = i
+        while j < len(stmts) and key is not None and _vf_key(stmts[j]) == key and \
+                (stmts[j].kind == "bind" or classify(stmts[j], memory) in (None, ("V", AIV, False))):
+            j += 1
+        run = stmts[i:j]
+        block = _vf_block(run, key[1].func) if key is not None and \
+            sum(s.kind == "parallel" for s in run) >= 2 else None
+        if block is not None:
+            out.append(block)
+            i = j
+        else:
+            out.append(stmts[i])
+            i += 1
     return out
 
 
@@ -923,10 +957,11 @@ def _loop_buffers(src_body: Sequence[Task], memory: Dict[str, str]
 
 
 def _simd_writes_first(stmt: Stmt, buf: str) -> bool:
-    """Whether a T.SimdVF block of intrinsics (a "vf" task) stores to ``buf``
-    before it loads from it, in the order the compiler's write-first check
-    visits the lowered block: statements in order, a call's arguments in
-    order (a store's address is its first argument)."""
+    """Whether a VF block grouped into one task ("vf": intrinsics, or several
+    T.Parallel loops) stores to ``buf`` before it loads from it, in the order
+    the compiler's write-first check visits the lowered block: statements in
+    order, a call's arguments in order (a store intrinsic's address is its
+    first argument), a buffer store's value before the store."""
     if stmt.kind != "vf":
         return False
 
@@ -948,8 +983,10 @@ def _simd_writes_first(stmt: Stmt, buf: str) -> bool:
         return None
 
     for st in walk_stmts(stmt.children):
-        got = first(st.call if st.kind == "call" else st.value if st.kind == "bind" else None,
-                    False)
+        got = first(st.call if st.kind == "call" else st.value if st.kind in ("bind", "store")
+                    else None, False)
+        if got is None and st.kind == "store" and any(a.buffer == buf for a in st.writes):
+            got = True  # a T.Parallel store: its value is visited before the store
         if got is not None:
             return got
     return False

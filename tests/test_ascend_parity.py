@@ -520,7 +520,8 @@ def test_latency_argument_is_the_vf_tasks_cost(oracle, name, pos, latency):
     assert inp.latencies[pos] == inp.iis[pos] == latency
 
 
-SIMD_ESTIMATED = sorted(n for n in ALL if n.startswith("vec_simd_est_")) + ["mixed_simd_relu.py"]
+SIMD_ESTIMATED = sorted(n for n in ALL if n.startswith("vec_simd_est_")) + [
+    "mixed_simd_relu.py", "vec_simd_chain_v4.py", "vec_simd_parallel_two.py"]
 
 
 def test_simd_estimate_fixtures_exist():
@@ -541,3 +542,18 @@ def test_simd_block_without_latency_is_the_compilers_estimate(oracle, name):
     assert vf and [inp.latencies[i] for i in vf] == [theirs["latencies"][i] for i in vf]
     assert [inp.iis[i] for i in vf] == [theirs["iis"][i] for i in vf]
     assert all(theirs["latencies"][i] == theirs["iis"][i] for i in vf)
+
+
+@pytest.mark.parametrize("name", ["vec_simd_parallel_two.py", "vec_simt_parallel_two.py"])
+def test_vf_block_of_two_parallel_loops_is_one_task(oracle, name):
+    """Two T.Parallel loops in one SimdVF or SimtVF block: the compiler's loop
+    scheduler sees one V task (flags [2, 16, 4]) whose cost adds both loops;
+    ours too, with the same start times."""
+    (theirs,) = oracle[name]["scheduler"]
+    assert theirs["resource_flags"] == [2, 16, 4]
+    _, plan = _plan(name)
+    inp = plan.schedule.input
+    assert inp is not None and list(inp.resource_flags) == theirs["resource_flags"]
+    assert list(inp.latencies) == theirs["latencies"]
+    t0 = min(theirs["start_times"])
+    assert list(plan.schedule.start_times) == [t - t0 for t in theirs["start_times"]]
