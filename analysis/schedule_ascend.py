@@ -689,7 +689,7 @@ class _SimdCounter:
         self.frames: List[int] = [0]  # the block, then each open loop body
         self.next_frame = 1
         self.default_masks: Dict[int, int] = {}  # mask width -> frame of its pset
-        self.hull: Dict[str, List[List[int]]] = {}  # buffer -> per-dim [lo, hi] read
+        self.hull: Dict[str, List[Tuple[int, int]]] = {}  # buffer -> per-dim (lo, hi) read
 
     # -- statements -------------------------------------------------------
 
@@ -702,6 +702,12 @@ class _SimdCounter:
                 self.call(s.call)
             elif s.kind == "serial" and s.loop is not None:
                 self.loop(s)
+            elif s.loop is not None:
+                raise Unmodelled("a loop other than range, T.serial or T.unroll in a "
+                                 "T.SimdVF block")
+            elif s.kind == "bind":
+                raise Unmodelled("a binding in a T.SimdVF block that is not an intrinsic's "
+                                 "result")
             else:
                 raise Unmodelled(f"{s.op} in a T.SimdVF block")
 
@@ -814,14 +820,24 @@ class _SimdCounter:
             raise Unmodelled(f"an intrinsic address in {buf} (not UB)")
         shape, dtype = self.allocs[buf]
         idx = e.index.items if isinstance(e.index, TupleExpr) else (e.index,)
-        if len(idx) != len(shape):
+        if len(idx) != len(shape) or min(shape, default=0) <= 0:
             raise Unmodelled(f"the index of {buf}")
+        if dtype not in _DTYPE_BYTES:
+            raise Unmodelled(f"dtype {dtype}")
         forms = [self.linear(i) for i in idx]
         self.ops += 1  # access_ptr
         for f in forms:
             self.ops += self.index_ops(f)
+        box = self.footprint(shape, dtype, forms)
+        if any(lo < 0 or hi >= n for (lo, hi), n in
+               zip(box + [self.bounds(f) for f in forms], list(shape) * 2, strict=True)):
+            # The compiler's regions of an access outside the buffer are not
+            # the hull (measured: a store past the end loses its hand-off).
+            raise Unmodelled(f"a register access outside {buf}")
         if mode == "r":
-            self.read(buf, shape, dtype, forms)
+            old = self.hull.get(buf)
+            self.hull[buf] = box if old is None else \
+                [(min(a[0], b[0]), max(a[1], b[1])) for a, b in zip(old, box, strict=True)]
         return dtype
 
     def linear(self, e: Expr) -> _Linear:
@@ -871,25 +887,24 @@ class _SimdCounter:
             raise Unmodelled("an index of three loop variables")
         return cycles + adds * every
 
-    def read(self, buf: str, shape: Sequence[int], dtype: str, forms: Sequence[_Linear]
-             ) -> None:
-        """The rectangle a one-register load from ``forms`` reads (the run of
-        elements spread over the dims from the innermost), added to the hull."""
+    def footprint(self, shape: Sequence[int], dtype: str, forms: Sequence[_Linear]
+                  ) -> List[Tuple[int, int]]:
+        """The rectangle a one-register access from ``forms`` covers over the
+        block's loops (the run of elements spread over the dims from the
+        innermost, as the compiler's read regions are)."""
         rem = _REGISTER_BYTES // _DTYPE_BYTES[dtype]
-        box: List[List[int]] = [[0, 0] for _ in shape]
+        box: List[Tuple[int, int]] = [(0, 0)] * len(shape)
         for k in range(len(shape) - 1, -1, -1):
             lo, hi = self.bounds(forms[k])
             if rem <= 1:
-                box[k] = [lo, hi]
+                box[k] = (lo, hi)
             elif rem >= shape[k]:
-                box[k] = [0, shape[k] - 1]
+                box[k] = (0, shape[k] - 1)
                 rem = _ceil(rem, shape[k])
             else:
-                box[k] = [lo, hi + rem - 1]
+                box[k] = (lo, hi + rem - 1)
                 rem = 1
-        old = self.hull.get(buf)
-        self.hull[buf] = box if old is None else \
-            [[min(a[0], b[0]), max(a[1], b[1])] for a, b in zip(old, box, strict=True)]
+        return box
 
     def bounds(self, form: _Linear) -> Tuple[int, int]:
         ranges = {info.form[0][0][0]: (info.first, info.last) for _, info in self.loops}
@@ -930,8 +945,14 @@ def simd_block_cost(st: Stmt, kernel: Kernel, env: Env, memory: Dict[str, str],
     if [s.span for s in whole] != [s.span for s in st.children]:
         raise Unmodelled("a T.SimdVF block that is not one task here")
     counter = _SimdCounter(memory, allocs, env)
-    counter.block(st.children)
-    latency = max(counter.ops, _ceil(counter.read_bytes(), VALU_BANDWIDTH))
+    try:
+        counter.block(st.children)
+        read = counter.read_bytes()
+    except (ArithmeticError, LookupError, TypeError, ValueError, RecursionError) as exc:
+        # Code this count did not foresee is outside it, never a crash.
+        raise Unmodelled(f"a T.SimdVF block the count does not cover "
+                         f"({type(exc).__name__})") from None
+    latency = max(counter.ops, _ceil(read, VALU_BANDWIDTH))
     return latency, max(1, latency)
 
 

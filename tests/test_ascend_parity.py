@@ -557,3 +557,57 @@ def test_vf_block_of_two_parallel_loops_is_one_task(oracle, name):
     assert list(inp.latencies) == theirs["latencies"]
     t0 = min(theirs["start_times"])
     assert list(plan.schedule.start_times) == [t - t0 for t in theirs["start_times"]]
+
+
+def _edited_blocks(count, seed=16):
+    """``count`` edits of the estimate fixtures' SimdVF blocks (one or two
+    tokens of an intrinsic or loop line replaced), each one the model claims
+    (every loop scheduled with start times); deterministic for a seed."""
+    import random
+    rng = random.Random(seed)
+    files = [n for n in SIMD_ESTIMATED if "parallel" not in n and "chain" not in n]
+    subs = ["0", "1", "2", "64", "128", "256", "c", "r", "x", "y", "z", "m", "c + 64",
+            "r * 64", "c * 2", "S.vmax", "S.vsub", "S.vabs", "S.vexp", "S.vmuls", "S.vadds"]
+    out = []
+    while len(out) < count:
+        name = rng.choice(files)
+        lines = (FIXTURES / name).read_text().split("\n")
+        idx = [i for i, ln in enumerate(lines)
+               if "S." in ln or "range(" in ln or "T.serial" in ln or "T.unroll" in ln]
+        for _ in range(rng.choice([1, 1, 2])):
+            i = rng.choice(idx)
+            tok = rng.choice(list(re.finditer(r"[A-Za-z_][A-Za-z_0-9]*|\d+", lines[i])))
+            lines[i] = lines[i][:tok.start()] + rng.choice(subs) + lines[i][tok.end():]
+        src = "\n".join(lines)
+        module = frontend.parse_module(src)
+        if not module.kernels:
+            continue
+        plan = plan_ascend(module.kernels[0], values.build_env(module, module.kernels[0]))
+        if plan is not None and plan.units and \
+                all(u.schedule.input is not None and u.schedule.ii for u in plan.units):
+            out.append((name, src, plan))
+    return out
+
+
+def test_simd_estimate_on_edited_blocks(tmp_path):
+    """Random edits of the SimdVF blocks (other intrinsics, indices, bounds,
+    operands) that the model claims: the compiler lowers each one and hands
+    its scheduler the same latencies and IIs, and picks the same start times
+    and versions.  An edit the compiler rejects before scheduling is skipped;
+    one the model cannot count is not claimed (its reason says why)."""
+    checked = 0
+    for k, (name, src, plan) in enumerate(_edited_blocks(24)):
+        path = tmp_path / f"edit{k}.py"
+        path.write_text(src)
+        o = lower_ascend.lower_file(str(path))
+        if not o["scheduler"]:
+            continue  # e.g. a float loop bound: the compiler fails first
+        theirs = o["scheduler"][0]
+        inp = plan.units[0].schedule
+        assert list(inp.input.latencies) == theirs["latencies"], (name, src)
+        assert list(inp.input.iis) == theirs["iis"], (name, src)
+        t0 = min(theirs["start_times"])
+        assert list(inp.start_times) == [t - t0 for t in theirs["start_times"]], (name, src)
+        assert [v for _, v in inp.versions] == theirs["buffer_versions"], (name, src)
+        checked += 1
+    assert checked >= 16
