@@ -12,6 +12,7 @@ be read), 2 usage, configuration or internal error.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import re
 import sys
@@ -292,7 +293,26 @@ def _job_size(job: tuple) -> int:
         return 0
 
 
+# A batch run keeps its caches (chunk models, CPython and libcst trees) alive
+# for the whole run, and with the default thresholds (700, 10, 10) the cyclic
+# collector scans them again and again: on a fetched tile-ai/tilelang that was
+# a fifth of the CPU (50.2 s against 38.9 s with these, measured back to back
+# in one process), for a memory peak that barely moved (168 MB against 179 MB).
+_BATCH_GC_THRESHOLD = (50_000, 20, 20)
+
+
 def run_checks(jobs: Sequence[tuple], workers: int, progress: Progress) -> List[FileResult]:
+    """Check every job, in worker processes when there are enough of them
+    (forked workers keep the collector's thresholds set here)."""
+    before = gc.get_threshold()
+    gc.set_threshold(*_BATCH_GC_THRESHOLD)
+    try:
+        return _run_checks(jobs, workers, progress)
+    finally:
+        gc.set_threshold(*before)
+
+
+def _run_checks(jobs: Sequence[tuple], workers: int, progress: Progress) -> List[FileResult]:
     results: List[FileResult] = []
     if workers <= 1 or len(jobs) < PARALLEL_MIN_FILES:
         for job in jobs:
