@@ -636,12 +636,15 @@ _SIMD_UNARY = ("src", "mask", "mode")
 _SIMD_SCALAR = ("src", "scalar", "mask", "mode")
 _SIMD_OPS: Dict[str, Tuple[Tuple[str, ...], Optional[str], str]] = {
     **{n: (_SIMD_BINARY, "src0", "src") for n in ("vadd", "vsub", "vmul", "vdiv", "vmax",
-                                                  "vmin")},
+                                                  "vmin", "vand", "vor", "vxor")},
     **{n: (_SIMD_UNARY, "src", "src") for n in ("vexp", "vln", "vsqrt", "vabs", "vneg",
-                                                "vrelu")},
+                                                "vrelu", "vnot", "vcadd", "vcmax", "vcmin",
+                                                "vcpadd")},
     **{n: (_SIMD_SCALAR, "src", "src") for n in ("vmuls", "vadds", "vmaxs", "vmins")},
     "vcmp": (("src0", "src1", "mask", "op"), "src0", "bool"),
+    "vcmps": (("src", "scalar", "mask", "op"), "src", "bool"),
     "vsel": (("src0", "src1", "mask"), None, "src"),
+    "vdupv": (("src", "mask", "pos", "mode"), "src", "src"),
     "pset": (("elem_width", "dist"), None, "bool"),
 }
 _SIMD_LOAD = ("addr", "dist")
@@ -752,6 +755,16 @@ class _SimdCounter:
             for n in ("dist", "extent"):
                 self.operand(args.get(n))
             return "void"
+        if name == "vdup":  # vdup(scalar, "float32", mask, mode): a register of that type
+            args = _call_args(call, ("src", "dtype_str", "mask", "mode"))
+            self.ops += 1
+            dtype = normalise_dtype(self.env.evaluate(args.get("dtype_str")))
+            if dtype not in _DTYPE_BYTES:
+                raise Unmodelled("the dtype of a vdup")
+            self.operand(args.get("src"))
+            self.operand(args.get("mode"))
+            self.mask(args.get("mask"), dtype)
+            return dtype
         if name not in _SIMD_OPS:
             raise Unmodelled(f"{call.func} in a T.SimdVF block")
         names, mask_from, result = _SIMD_OPS[name]
@@ -764,7 +777,10 @@ class _SimdCounter:
             self.mask(args.get("mask"), types.get(mask_from or "", ""))
         if result == "bool":
             return "bool"
-        return types.get(names[0], "")
+        dtype = types.get(names[0], "")
+        if name == "vcadd":  # 16-bit integers add up into 32-bit lanes
+            return {"int16": "int32", "uint16": "uint32"}.get(dtype, dtype)
+        return dtype
 
     def load(self, call: Call) -> str:
         args = _call_args(call, _SIMD_LOAD)

@@ -567,7 +567,8 @@ def _edited_blocks(count, seed=16):
     rng = random.Random(seed)
     files = [n for n in SIMD_ESTIMATED if "parallel" not in n and "chain" not in n]
     subs = ["0", "1", "2", "64", "128", "256", "c", "r", "x", "y", "z", "m", "c + 64",
-            "r * 64", "c * 2", "S.vmax", "S.vsub", "S.vabs", "S.vexp", "S.vmuls", "S.vadds"]
+            "r * 64", "c * 2", "S.vmax", "S.vsub", "S.vabs", "S.vexp", "S.vmuls", "S.vadds",
+            "S.vcmax", "S.vcadd", "S.vdupv", "S.vand", "S.vcmps", "a", "b", "p"]
     out = []
     while len(out) < count:
         name = rng.choice(files)

@@ -320,6 +320,14 @@ def _vf_costs(name):
     ("vec_simd_est_two_blocks.py", [(104, 104), (52, 52)]),
     # C_ub 32 x 128 fp32 read whole: 16 KiB / 256 = 64 against 10 ops.
     ("mixed_simd_relu.py", [(64, 64)]),
+    # vdup 1 + its default pset 1 (the block's, reused in the loop); per
+    # statement of the 4-trip loop: a = vld + access_ptr + _tmp * 64 (3),
+    # vcmps 1, vsel 1, vcadd + vcmax + vcpadd 3, vsts + access_ptr + _tmp * 64
+    # + vdupv + vcmin 5: 15 > 1 KiB / 256 = 4.
+    ("vec_simd_est_reduce.py", [(15, 15)]),
+    # pset 1; a 3, b 3; vsts + access_ptr + _tmp * 64 + vnot + vxor + vor +
+    # vand 7: 14 > x and y, 1 KiB / 256 = 4.
+    ("vec_simd_est_int_logic.py", [(14, 14)]),
     # One T.Parallel in a SimdVF block, costed as in a SimtVF block:
     # z = x * 2 over 512, ceil(512/51) = 11 > 2 KiB / 256 = 8.
     ("vec_simd_chain_v4.py", [(11, 11)]),
@@ -350,7 +358,7 @@ _SIMD_STORE = """                            S.vsts(z[r * 128 + c + 64],
                                    "                                S.vsts")),
      "if in a T.SimdVF block"),
     # An intrinsic outside the counted set, a load of another footprint.
-    (("S.vmuls(", "S.vcadd("), "S.vcadd in a T.SimdVF block"),
+    (("S.vmuls(", "S.vshls("), "S.vshls in a T.SimdVF block"),
     (('"NORM")', '"BRC_B32")'), "a vld distribution other than NORM"),
     # A loop of one trip (Simplify may fold it), an index subtraction.
     (("range(1, 3)", "range(1, 2)"), "fewer than two trips"),
