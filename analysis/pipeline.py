@@ -305,7 +305,7 @@ def instance_core(base_kernel: Kernel, env: values.Env, target: str, source: Opt
     for ldiags in per_loop:
         kdiags.extend(ldiags)
     if ws_mode == "fallback":
-        kdiags.extend(_ws_fallback(kernel, loop_results, env))
+        kdiags.extend(_ws_fallback(kernel, loop_results, env, target))
     pack = None
     ksync = None
     threads = None
@@ -350,9 +350,10 @@ def _sync_not_modelled(kernel: Kernel) -> bool:
 
 
 def _ws_fallback(kernel: Kernel, loops: Sequence[LoopResult],
-                 env: values.Env) -> List[Diagnostic]:
-    """TL113: sm_90's warp-specialization pass claimed the kernel but could not
-    split its first num_stages loop, and dropped num_stages everywhere."""
+                 env: values.Env, target: str) -> List[Diagnostic]:
+    """TL113: the warp-specialization pass (sm_90 and later) claimed the kernel
+    but could not split its first num_stages loop, and dropped num_stages
+    everywhere."""
     staged = [lr for lr in loops if lr.loop.num_stages is not None
               and (env.eval_int(lr.loop.num_stages) or 1) >= 1]
     if not staged:
@@ -365,7 +366,7 @@ def _ws_fallback(kernel: Kernel, loops: Sequence[LoopResult],
     span = first.num_stages_span or first.iter_span
     return [Diagnostic(
         code="TL113", severity="warning", span=span, kernel=kernel.name,
-        message=("on sm_90 the warp-specialization pass takes this kernel (it has TMA-"
+        message=(f"on {target} the warp-specialization pass takes this kernel (it has TMA-"
                  "eligible copies) but cannot split this loop into producer and consumer: "
                  "no global-to-shared copy sits at the top level of its body. The compiler "
                  f"then drops num_stages from all {len(staged)} pipelined loop(s) of "

@@ -477,3 +477,13 @@ def test_tl002_whenever_the_resolver_misses_a_value():
                 assert unknown, (path.name, k.name)
             checked += 1
     assert checked > 100, checked
+
+
+@pytest.mark.parametrize("target", ["sm_90", "sm_100"])
+def test_tl113_names_the_target_it_is_reported_for(target):
+    # nested_pipelined is a parity fixture whose loops warp specialization
+    # strips (TL113 on sm_90, checked against the compiler in test_parity).
+    src = (Path(__file__).parent / "fixtures" / "parity" / "nested_pipelined.py").read_text()
+    a = analyze(src, "nested_pipelined.py", Settings(target=target))
+    msgs = [d.message for d in a.diagnostics if d.code == "TL113"]
+    assert msgs and all(m.startswith(f"on {target} ") for m in msgs)
