@@ -848,7 +848,7 @@ def _sweep_packings(module: Module, kernel: Kernel, cfgs: Sequence[Dict[str, obj
 
 
 def _kept_packing(env: Env, memo: _SweepMemo) -> Optional[Packing]:
-    for read, packs in memo.items():
+    for read, packs in list(memo.items()):  # (a copy: another thread may add)
         hit = packs.get(env.outcomes(read))
         if hit is not None:
             return hit
