@@ -612,3 +612,16 @@ def test_simd_estimate_on_edited_blocks(tmp_path):
         assert [v for _, v in inp.versions] == theirs["buffer_versions"], (name, src)
         checked += 1
     assert checked >= 16
+
+
+def test_simd_block_after_the_loop_is_estimated(oracle):
+    """mixed_simd_epilogue: a SimdVF block without latency= after the K loop
+    is a V node of the kernel body's straight-line scheduler (the compiler's
+    input: latencies [2574, 183, 64, 465], flags [10, 32, 16, 4]); ours has
+    the same input and start times (not the source-order fallback)."""
+    (theirs,) = oracle["mixed_simd_epilogue.py"]["root_scheduler"]
+    assert theirs["resource_flags"][2] == 16 and theirs["latencies"][2] == 64
+    _, plan = _plan("mixed_simd_epilogue.py")
+    assert plan.root_input is not None and not plan.root_note
+    assert list(plan.root_input.latencies) == theirs["latencies"]
+    assert list(plan.root_times) == theirs["start_times"]
