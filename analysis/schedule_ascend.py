@@ -765,6 +765,13 @@ class _SimdCounter:
             self.operand(args.get("mode"))
             self.mask(args.get("mask"), dtype)
             return dtype
+        if name == "update_mask":  # lanes [0, value): the value's arithmetic counts
+            args = _call_args(call, ("value", "width"))
+            if "value" not in args:
+                raise Unmodelled("update_mask without its value")
+            self.ops += 1 + self.index_ops(self.linear(args["value"]))
+            self.operand(args.get("width"))
+            return "bool"
         if name not in _SIMD_OPS:
             raise Unmodelled(f"{call.func} in a T.SimdVF block")
         names, mask_from, result = _SIMD_OPS[name]
@@ -889,15 +896,29 @@ class _SimdCounter:
         return max(1, _ceil(factor, OP_THROUGHPUT["*"]))
 
     def index_ops(self, form: _Linear) -> int:
-        """Cycles of the index as Simplify writes it: ``a*x + b*y + c`` (left
-        to right; no product for a coefficient 1, no sum for a constant 0)."""
+        """Cycles of an integer expression (an index, a scalar operand) as
+        Simplify writes it: ``a*x + b*y + c`` when every coefficient is
+        positive, ``c - a*x - b*y`` when every one is negative and c > 0 (left
+        to right; no product for a coefficient of magnitude 1, no sum for a
+        constant 0; measured: ``500 - _tmp * 64 - r * 256``)."""
         terms = [(v, a) for v, a in form[0] if a != 0]
         const = form[1]
-        if any(a < 0 for _, a in terms) or (terms and const < 0):
+        if not terms:
+            return 0
+        negative = all(a < 0 for _, a in terms)
+        if negative and const <= 0 or not negative and (any(a < 0 for _, a in terms)
+                                                        or const < 0):
             raise Unmodelled("a subtraction in an index")
-        cycles = sum(self.op_cost([v]) for v, a in terms if a != 1)
-        adds = max(0, len(terms) - 1) + (1 if terms and const else 0)
+        cycles = sum(self.op_cost([v]) for v, a in terms if abs(a) != 1)
         every = self.op_cost([v for v, _ in terms])
+        if negative:
+            # c - t1 - t2: the first difference holds t1 only, and which term
+            # comes first is Simplify's choice.
+            firsts = {self.op_cost([v]) for v, _ in terms}
+            if len(terms) > 1 and (len(firsts) > 1 or len(terms) > 2 and every > 1):
+                raise Unmodelled("a difference of loop variables whose order matters")
+            return cycles + (len(terms) - 1) * every + firsts.pop()
+        adds = len(terms) - 1 + (1 if const else 0)
         if adds and len(terms) > 2 and every > 1:
             # The partial sums' costs depend on the order of the terms.
             raise Unmodelled("an index of three loop variables")

@@ -564,11 +564,13 @@ def _edited_blocks(count, seed=16):
     tokens of an intrinsic or loop line replaced), each one the model claims
     (every loop scheduled with start times); deterministic for a seed."""
     import random
+    import warnings
     rng = random.Random(seed)
     files = [n for n in SIMD_ESTIMATED if "parallel" not in n and "chain" not in n]
     subs = ["0", "1", "2", "64", "128", "256", "c", "r", "x", "y", "z", "m", "c + 64",
             "r * 64", "c * 2", "S.vmax", "S.vsub", "S.vabs", "S.vexp", "S.vmuls", "S.vadds",
-            "S.vcmax", "S.vcadd", "S.vdupv", "S.vand", "S.vcmps", "a", "b", "p"]
+            "S.vcmax", "S.vcadd", "S.vdupv", "S.vand", "S.vcmps", "a", "b", "p", "n - c",
+            "192 - c", "448 - r * 64"]
     out = []
     while len(out) < count:
         name = rng.choice(files)
@@ -580,6 +582,12 @@ def _edited_blocks(count, seed=16):
             tok = rng.choice(list(re.finditer(r"[A-Za-z_][A-Za-z_0-9]*|\d+", lines[i])))
             lines[i] = lines[i][:tok.start()] + rng.choice(subs) + lines[i][tok.end():]
         src = "\n".join(lines)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # e.g. "64[i]": not worth lowering
+            try:
+                compile(src, name, "exec")
+            except (SyntaxError, SyntaxWarning):
+                continue
         module = frontend.parse_module(src)
         if not module.kernels:
             continue

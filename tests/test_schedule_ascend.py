@@ -328,6 +328,11 @@ def _vf_costs(name):
     # pset 1; a 3, b 3; vsts + access_ptr + _tmp * 64 + vnot + vxor + vor +
     # vand 7: 14 > x and y, 1 KiB / 256 = 4.
     ("vec_simd_est_int_logic.py", [(14, 14)]),
+    # 26 x 2 trips, products and sums with c at ceil(52/51) = 2, with r alone
+    # 1: mk = update_mask(500 - _tmp * 64): 1 + 2 + 2; vsts 1, access_ptr 1,
+    # r * 64 + _tmp * 64 (1 + 2 + 2), vmuls 1, vld 1, access_ptr 1,
+    # 192 - _tmp * 64 (2 + 2): 5 + 14 = 19 > 512 B / 256 = 2.
+    ("vec_simd_est_tail.py", [(19, 19)]),
     # One T.Parallel in a SimdVF block, costed as in a SimtVF block:
     # z = x * 2 over 512, ceil(512/51) = 11 > 2 KiB / 256 = 8.
     ("vec_simd_chain_v4.py", [(11, 11)]),
@@ -406,3 +411,13 @@ def test_a_vf_block_of_two_parallel_loops_is_one_task():
         assert _plan(name).schedule.input.version_buffers == ("z", "y")
     body = [t for t in _plan("vec_simd_chain_v4.py").tasks if t.region == "loop"]
     assert body[1].stmt.kind == "parallel"
+
+
+def test_simd_difference_whose_order_matters_is_not_counted():
+    # vec_simd_est_tail with x[192 - c - r]: Simplify writes c0 - t1 - t2, and
+    # the first difference costs 2 when it holds c (26 x 2 trips) but 1 when
+    # it holds r (26): which one comes first is not modelled.
+    src = (FIX / "vec_simd_est_tail.py").read_text()
+    plan = _plan_src(src.replace("x[192 - c]", "x[192 - c - r]"))
+    assert plan.schedule.ii is None
+    assert "a difference of loop variables whose order matters" in plan.schedule.reason
