@@ -793,10 +793,15 @@ class _SimdCounter:
         args = _call_args(call, _SIMD_LOAD)
         dist = args.get("dist", Const("NORM"))
         if not isinstance(dist, Const) or not isinstance(dist.value, str) or \
-                dist.value.startswith(("BRC_", "E2B_", "US_", "UNPK", "DS_", "BLK")):
+                dist.value.startswith(("E2B_", "US_", "UNPK", "DS_", "BLK")):
             # Those distributions read another number of elements than a register.
-            raise Unmodelled("a vld distribution other than NORM")
+            raise Unmodelled("a vld distribution other than NORM or BRC")
         self.ops += 1
+        if dist.value.startswith("BRC_"):
+            # A broadcast reads one element of the width its suffix names;
+            # only the buffer's own width keeps the register's element type.
+            bits = {"BRC_B8": 8, "BRC_B16": 16, "BRC_B32": 32}.get(dist.value)
+            return self.address(args.get("addr"), "r", bits)
         return self.address(args.get("addr"), "r")
 
     def operand(self, e: Optional[Expr]) -> str:
@@ -833,9 +838,11 @@ class _SimdCounter:
 
     # -- addresses and indices ----------------------------------------------
 
-    def address(self, e: Optional[Expr], mode: Optional[str]) -> str:
+    def address(self, e: Optional[Expr], mode: Optional[str],
+                broadcast_bits: Optional[int] = None) -> str:
         """A buffer operand: its ``access_ptr`` call and index arithmetic;
-        a read ("r") adds the register's elements to the buffer's hull."""
+        a read ("r") adds the register's elements (one element for a
+        broadcast of ``broadcast_bits``) to the buffer's hull."""
         if not isinstance(e, Subscript) or not isinstance(e.value, Name):
             raise Unmodelled("an intrinsic address that is not buffer[index]")
         buf = e.value.id
@@ -847,11 +854,16 @@ class _SimdCounter:
             raise Unmodelled(f"the index of {buf}")
         if dtype not in _DTYPE_BYTES:
             raise Unmodelled(f"dtype {dtype}")
+        elements = _REGISTER_BYTES // _DTYPE_BYTES[dtype]
+        if broadcast_bits is not None:
+            if broadcast_bits != _DTYPE_BYTES[dtype] * 8:
+                raise Unmodelled(f"a broadcast load of another width than {buf}'s")
+            elements = 1
         forms = [self.linear(i) for i in idx]
         self.ops += 1  # access_ptr
         for f in forms:
             self.ops += self.index_ops(f)
-        box = self.footprint(shape, dtype, forms)
+        box = self.footprint(shape, elements, forms)
         if any(lo < 0 or hi >= n for (lo, hi), n in
                zip(box + [self.bounds(f) for f in forms], list(shape) * 2, strict=True)):
             # The compiler's regions of an access outside the buffer are not
@@ -924,12 +936,12 @@ class _SimdCounter:
             raise Unmodelled("an index of three loop variables")
         return cycles + adds * every
 
-    def footprint(self, shape: Sequence[int], dtype: str, forms: Sequence[_Linear]
+    def footprint(self, shape: Sequence[int], elements: int, forms: Sequence[_Linear]
                   ) -> List[Tuple[int, int]]:
-        """The rectangle a one-register access from ``forms`` covers over the
-        block's loops (the run of elements spread over the dims from the
+        """The rectangle an access of ``elements`` from ``forms`` covers over
+        the block's loops (the run of elements spread over the dims from the
         innermost, as the compiler's read regions are)."""
-        rem = _REGISTER_BYTES // _DTYPE_BYTES[dtype]
+        rem = elements
         box: List[Tuple[int, int]] = [(0, 0)] * len(shape)
         for k in range(len(shape) - 1, -1, -1):
             lo, hi = self.bounds(forms[k])

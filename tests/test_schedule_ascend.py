@@ -333,6 +333,10 @@ def _vf_costs(name):
     # r * 64 + _tmp * 64 (1 + 2 + 2), vmuls 1, vld 1, access_ptr 1,
     # 192 - _tmp * 64 (2 + 2): 5 + 14 = 19 > 512 B / 256 = 2.
     ("vec_simd_est_tail.py", [(19, 19)]),
+    # x 8 x 128 fp32 (4096 B) and b[0:8] read by broadcasts of one element
+    # (32 B; a register each would make it [0, 70], 284 B): ceil(4128/256) =
+    # 17 > 10 operations.
+    ("vec_simd_est_broadcast.py", [(17, 17)]),
     # One T.Parallel in a SimdVF block, costed as in a SimtVF block:
     # z = x * 2 over 512, ceil(512/51) = 11 > 2 KiB / 256 = 8.
     ("vec_simd_chain_v4.py", [(11, 11)]),
@@ -364,7 +368,8 @@ _SIMD_STORE = """                            S.vsts(z[r * 128 + c + 64],
      "if in a T.SimdVF block"),
     # An intrinsic outside the counted set, a load of another footprint.
     (("S.vmuls(", "S.vshls("), "S.vshls in a T.SimdVF block"),
-    (('"NORM")', '"BRC_B32")'), "a vld distribution other than NORM"),
+    (('"NORM")', '"US_B32")'), "a vld distribution other than NORM or BRC"),
+    (('"NORM")', '"BRC_B16")'), "a broadcast load of another width"),
     # A loop of one trip (Simplify may fold it), an index subtraction.
     (("range(1, 3)", "range(1, 2)"), "fewer than two trips"),
     (("x[c + r * 128]", "x[r * 128 - c + 64]"), "a subtraction in an index"),
