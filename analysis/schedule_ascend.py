@@ -620,12 +620,12 @@ def _expr_cycles(e: Expr, loop_vars: Set[str], total: int) -> int:
 # counts of the block's loops down to the deepest one whose variable the
 # operation mentions.  ``for c in range(a, b, s)`` (s != 1) is lowered to
 # ``for _tmp in range(ceil((b - a) / s))`` with c = a + _tmp * s, and Simplify
-# writes an index as its linear terms (coefficient 1: no product), the
-# constant last.  Bytes: per buffer, the hull of the elements its loads read
-# (a load reads one register: 256 bytes).  Measured on 11 trial blocks (nested
-# and stepped loops, 7 to 104 trips, 1-D and 2-D buffers, fp32 and fp16,
-# default masks); the parity fixtures vec_simd_est_* and mixed_simd_relu check
-# it against the compiler (docs/compiler-notes.md).
+# writes an index (or update_mask's value) as its linear terms (coefficient 1:
+# no product), the constant last, or as a constant minus products.  Bytes: per
+# buffer, the hull of the elements its loads read (a load reads one register
+# of 256 bytes, a broadcast one element).  Measured on trial blocks, the
+# parity fixtures vec_simd_est_*, mixed_simd_relu and mixed_simd_epilogue, and
+# random edits of them (docs/compiler-notes.md).
 
 # Intrinsics whose lowering is one call: argument names in order, the
 # argument a default mask takes its element width from (None: the mask is
