@@ -22,8 +22,9 @@ what the file says.
   target: ``T.alloc_tmem`` and the ``T.tcgen05_*`` ops exist on sm_100–sm_110
   only (``TargetIsSm100`` in ``src/cuda/op/gemm.cc``, ``TargetHasTmem``) →
   sm_100; ``T.wgmma_gemm`` lowers on Hopper only (``AllowWgmma``:
-  ``TargetIsHopper``) → sm_90.  Judging such a kernel on sm_80 would report
-  on a build that cannot exist.
+  ``TargetIsHopper``) → sm_90; a file that imports the Ascend dialect
+  (``import tilelang.ascend.language as T``) → ascend.  Judging such a kernel
+  on sm_80 would report on a build that cannot exist.
 """
 
 from __future__ import annotations
@@ -154,9 +155,16 @@ def named_targets(source: str) -> Tuple[str, ...]:
 _REQUIRES = re.compile(r"\.\s*(?:(?P<tmem>alloc_tmem|tcgen05_\w+)|(?P<wgmma>wgmma_gemm\w*))\s*\(")
 
 
+# An import of tilelang 0.1.15's Ascend dialect (``tilelang.ascend.language``,
+# ``tilelang.ascend``): its kernels lower for Ascend only.
+_ASCEND_IMPORT = re.compile(r"^[ \t]*(?:import|from)[ \t]+tilelang\.ascend\b", re.MULTILINE)
+
+
 def required_targets(source: str) -> Tuple[str, ...]:
-    """sm_100 for tensor memory / tcgen05, sm_90 for wgmma_gemm (first use first)."""
-    if "tcgen05_" not in source and "alloc_tmem" not in source and "wgmma_gemm" not in source:
+    """sm_100 for tensor memory / tcgen05, sm_90 for wgmma_gemm, ascend for an
+    import of the Ascend dialect (first use first)."""
+    if "tcgen05_" not in source and "alloc_tmem" not in source and "wgmma_gemm" not in source \
+            and "tilelang.ascend" not in source:
         return ()
     parts: List[str] = []
     at = 0
@@ -164,9 +172,11 @@ def required_targets(source: str) -> Tuple[str, ...]:
         parts += [source[at:start], " " * (end - start)]
         at = end
     code = "".join(parts) + source[at:]
+    found = [(m.start(), "sm_100" if m.group("tmem") else "sm_90")
+             for m in _REQUIRES.finditer(code)]
+    found += [(m.start(), "ascend") for m in _ASCEND_IMPORT.finditer(code)]
     out: List[str] = []
-    for m in _REQUIRES.finditer(code):
-        t = "sm_100" if m.group("tmem") else "sm_90"
+    for _at, t in sorted(found):
         if t not in out:
             out.append(t)
     return tuple(out)

@@ -290,6 +290,15 @@ def test_named_targets(code, named):
      ("sm_103",)),
     # not in a comment or a string
     ('# C = T.alloc_tmem([128, 256], "float32")\nx = "T.wgmma_gemm(a)"\n', ()),
+    # tilelang 0.1.15's Ascend dialect lowers for Ascend only (its kernels use
+    # L1/L0/UB scopes and Ascend pipes; tests/test_ascend_parity.py lowers them
+    # under the Ascend target)
+    ("import tilelang.ascend.language as T\n", ("ascend",)),
+    ("from tilelang.ascend.language import simd as S\n", ("ascend",)),
+    ("import tilelang\nimport tilelang.ascend as ta\n", ("ascend",)),
+    ('"""import tilelang.ascend.language as T"""\nimport tilelang.language as T\n', ()),
+    ('import tilelang.ascend.language as T\nk = tilelang.compile(f, target="sm_90")\n',
+     ("sm_90",)),
 ])
 def test_required_targets(code, named):
     assert directives.read_targets(code).named == named
@@ -297,6 +306,11 @@ def test_required_targets(code, named):
 
 def test_tmem_file_is_judged_on_sm_100_by_default():
     assert Config().targets_for(TMEM, TMEM.read_text()) == ("sm_100",)
+
+
+def test_ascend_dialect_file_is_judged_on_ascend_by_default():
+    path = HERE / "fixtures" / "ascend" / "gemm_ns2.py"
+    assert Config().targets_for(path, path.read_text()) == ("ascend",)
 
 
 def test_reading_never_raises_on_bad_text():
