@@ -19,11 +19,12 @@ import pathlib
 import random
 import re
 import warnings
+from collections import OrderedDict
 from typing import List, Tuple
 
 import pytest
 
-from tilelint.analysis import analyze, frontend, host as host_mod
+from tilelint.analysis import analyze, frontend, host as host_mod, packing
 from tilelint.analysis.model import Settings
 from tilelint.analysis.text import splice, split_lines
 
@@ -72,7 +73,14 @@ class Replay:
         snap = self.host.snapshot()
         assert snap.text("f.py") == text
         got = snap.analysis("f.py", self.settings)
-        want = analyze(text, "f.py", self.settings)
+        # A fresh analysis: the autotune sweeps kept across analyses
+        # (packing._SWEEPS) are neither read nor filled by it.
+        kept = packing._SWEEPS
+        packing._SWEEPS = OrderedDict()
+        try:
+            want = analyze(text, "f.py", self.settings)
+        finally:
+            packing._SWEEPS = kept
         if got != want:
             raise AssertionError(f"after edit {self.edits}: the host differs from analyze\n"
                                  + _diff(got, want))
