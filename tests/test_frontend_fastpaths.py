@@ -271,3 +271,69 @@ def test_reparse_line_fails_when_ancestor_ends_do_not_move(monkeypatch) -> None:
     assert frontend.reparse_line(tree, new, 1, aliases)[0] == whole
     monkeypatch.setattr(reparse, "_ancestor_end", lambda r, line, old_end, new_end: r)
     assert frontend.reparse_line(tree, new, 1, aliases)[0] != whole
+
+
+@pytest.mark.parametrize("path", _PARITY, ids=lambda p: p.stem)
+def test_statement_typed_on_a_blank_line_equals_a_whole_parse(path: Path, monkeypatch) -> None:
+    """Enter after a kernel statement (a blank line, indented as that block or
+    as the enclosing one), then a statement typed on it one state at a time:
+    every state re-parsed from the tree of the one before equals a whole parse
+    (the model, the tree's text and the tree itself)."""
+    from tilelint.analysis.frontend import reparse
+
+    calls = {"blank": 0}
+    real = reparse.patch_blank
+
+    def counted(old, text):
+        out = real(old, text)
+        calls["blank"] += out is not None
+        return out
+
+    monkeypatch.setattr(reparse, "patch_blank", counted)
+    src = frontend.normalise_newlines(path.read_text(encoding="utf-8"))
+    aliases = frontend.find_aliases(src)
+    for chunk in frontend.split_chunks(src):
+        lines = chunk.text.split("\n")
+        for i in _typed_lines(chunk.text):
+            indent = lines[i][:len(lines[i]) - len(lines[i].lstrip())]
+            for ind in (indent, indent[:-4]):
+                blank = "\n".join(lines[:i + 1] + [ind] + lines[i + 1:])
+                cur = frontend.parse_chunk_tree(blank, chunk.start_line, aliases)[1]
+                for body in _TYPED:
+                    text = "\n".join(lines[:i + 1] + [ind + body] + lines[i + 1:])
+                    whole, whole_tree = frontend.parse_chunk_tree(text, chunk.start_line, aliases)
+                    got = None if cur is None else (
+                        frontend.reparse_token(cur, text, chunk.start_line, aliases)
+                        or frontend.reparse_line(cur, text, chunk.start_line, aliases))
+                    if got is None:
+                        cur = whole_tree
+                        continue
+                    assert got[0] == whole, (path.name, i, repr(ind), body)
+                    assert whole_tree is not None and got[1].module.code == text
+                    assert got[1].module.deep_equals(whole_tree.module)
+                    cur = got[1]
+    assert calls["blank"] > 0
+
+
+def test_statement_appended_to_a_loop_body_moves_the_loop_end(monkeypatch) -> None:
+    """A statement typed on the blank line after a loop body's last statement
+    ends the loop there (the loop's span in the model); kept at the old end,
+    the model differs from a whole parse."""
+    from tilelint.analysis.frontend import reparse
+
+    head = ("import tilelang.language as T\n\n@T.prim_func\n"
+            "def main(A: T.Tensor((64,), 'float16')):\n"
+            "    with T.Kernel(1, threads=128) as bx:\n"
+            "        S = T.alloc_shared((64,), 'float16')\n"
+            "        for k in T.Pipelined(4, num_stages=2):\n"
+            "            T.copy(A[0], S)\n")
+    tail = "        T.clear(S)\n"
+    aliases = frontend.find_aliases(head)
+    blank = head + "            \n" + tail
+    typed = head + "            T.copy(A[k], S)\n" + tail
+    tree = frontend.parse_chunk_tree(blank, 1, aliases)[1]
+    whole = frontend.parse_chunk_tree(typed, 1, aliases)[0]
+    got = frontend.reparse_line(tree, typed, 1, aliases)
+    assert got is not None and got[0] == whole
+    monkeypatch.setattr(reparse, "_appended_end", lambda r, last_end, new_r: r)
+    assert frontend.reparse_line(tree, typed, 1, aliases)[0] != whole

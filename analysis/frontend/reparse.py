@@ -185,8 +185,9 @@ def _moved_columns(positions: Dict[int, Tuple[int, int, int, int]], line: int, c
 def reparse_line(old: ChunkTree, text: str, start_line: int, aliases: Aliases
                  ) -> Optional[Tuple[ChunkModel, ChunkTree]]:
     """The model of ``text`` (and its tree) when it differs from ``old.text``
-    inside one simple statement line (see above); None otherwise."""
-    tree = patch_line(old, text)
+    inside one simple statement line, or by a statement typed on a blank line
+    (see above and :func:`patch_blank`); None otherwise."""
+    tree = patch_line(old, text) or patch_blank(old, text)
     return None if tree is None else (build_model(tree, start_line, aliases), tree)
 
 
@@ -275,3 +276,173 @@ def _subtree(node: cst.CSTNode) -> List[cst.CSTNode]:
             out.append(child)
             stack.append(child)
     return out
+
+
+# ---- a statement typed on a blank line --------------------------------------
+# Typing a statement starts on a blank line (the editor's Enter indents it).
+# libcst keeps that line as an ``EmptyLine``: in the ``leading_lines`` of the
+# next statement of the block, or, after a block's last statement, in the
+# block's ``footer``.  When the first character is typed, the line becomes a
+# statement of that block if it is indented as that block's statements are:
+# the new tree has it inserted before the next statement (the empty lines above
+# it, which were that statement's leading lines, become its own), or appended
+# to the block (the footer lines above it become its leading lines, the ones
+# below stay the footer).  The number of lines does not change, so only the new
+# statement's positions are computed; a block the statement is appended to, and
+# the statements that end there, end where it ends.
+
+
+def patch_blank(old: ChunkTree, text: str) -> Optional[ChunkTree]:
+    """The tree of ``text`` made from ``old``'s when ``text`` differs from it by
+    a simple statement typed on a line that is blank in ``old`` (see above)."""
+    before = old.text
+    region = None if "\r" in before or "\r" in text else _line_edit(old, text, 512)
+    if region is None:
+        return None
+    p, _q, start, line = region
+    old_end, new_end = before.find("\n", p), text.find("\n", p)
+    if old_end < 0 or new_end < 0 or before[start:old_end].strip(" \t"):
+        return None  # not a blank line before
+    new_line = text[start:new_end]
+    body = new_line.lstrip(" \t")
+    indent = new_line[:len(new_line) - len(body)]
+    if not body or body.startswith("#"):
+        return None
+    place = _blank_place(old, line)
+    if place is None:
+        return None
+    container, index, in_footer, chain, stmt_indent = place
+    if indent != stmt_indent:
+        return None  # another block's (or an indentation error)
+    try:
+        if not parsed_whole(text):
+            compile_only(text)
+        bare = cst.parse_statement(body + "\n", config=old.module.config_for_parsing)
+        if type(bare) is not cst.SimpleStatementLine or bare.leading_lines:
+            return None
+    except Exception:
+        return None
+    return _insert_statement(old, text, bare, place, line, indent)
+
+
+# (container, index of the EmptyLine, in its footer?, ancestors of the
+# container (root first), indentation of the container's statements)
+_Place = Tuple[Any, int, bool, Tuple[cst.CSTNode, ...], str]
+
+
+def _blank_place(tree: ChunkTree, line: int) -> Optional[_Place]:
+    """Where the blank ``line`` is kept: the leading lines of the first
+    statement after it, or the footer of the block whose last statement ends
+    right above its footer lines; None when it is neither (or not known)."""
+    lines = tree.text.split("\n")
+    pos = tree.positions
+    after = before = None
+    a_at = b_at = None
+    for leaf, chain in tree.leaves:  # (not in source order after a line patch)
+        r = pos.get(id(leaf))
+        if r is None:
+            continue
+        if r[0] > line and (a_at is None or r[:2] < a_at):
+            after, a_at = (leaf, chain), r[:2]
+        elif r[2] < line and (b_at is None or r[2:] > b_at):
+            before, b_at = (leaf, chain), r[2:]
+    if after is not None:
+        chain = after[1]
+        for k, node in enumerate(chain):
+            if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                r = pos.get(id(node))
+                if r is None or r[0] <= line:
+                    continue
+                lead = len(node.leading_lines)
+                first = r[0] - lead
+                if k == 0 or not first <= line < r[0] or getattr(node, "decorators", None):
+                    break
+                parent = chain[k - 1]
+                if not isinstance(parent, (cst.IndentedBlock, cst.Module)):
+                    return None
+                row = lines[r[0] - 1]
+                return (parent, line - first, False, chain[:k - 1],
+                        row[:len(row) - len(row.lstrip(" \t"))])
+    if before is not None:
+        chain = before[1]
+        for k in range(len(chain) - 1, 0, -1):
+            block = chain[k]
+            if not isinstance(block, cst.IndentedBlock) or not block.body:
+                continue
+            last = block.body[-1]
+            if type(last) is not cst.SimpleStatementLine or len(chain) <= k + 1 \
+                    or chain[k + 1] is not last:
+                continue
+            r = pos.get(id(last))
+            if r is None or not r[2] + 1 <= line <= r[2] + len(block.footer):
+                continue
+            row = lines[r[0] - 1]
+            return (block, line - r[2] - 1, True, chain[:k],
+                    row[:len(row) - len(row.lstrip(" \t"))])
+    return None
+
+
+def _appended_end(r: Tuple[int, int, int, int], last_end: Tuple[int, int, int, int],
+                  new_r: Tuple[int, int, int, int]) -> Tuple[int, int, int, int]:
+    """A statement that ended where its block's old last statement ended ends
+    where the statement appended to that block does (a ``for`` and its body's
+    last line; the block itself spans its footer and keeps its range)."""
+    if r[2] == last_end[2] and r[3] == last_end[3]:
+        return (r[0], r[1], new_r[2], new_r[3])
+    return r
+
+
+def _insert_statement(old: ChunkTree, text: str, bare: cst.SimpleStatementLine,
+                      place: _Place, line: int, indent: str) -> Optional[ChunkTree]:
+    container, index, in_footer, ancestors, _ind = place
+    positions = dict(old.positions)
+    renamed: Dict[int, cst.CSTNode] = {}
+    if in_footer:
+        footer = tuple(container.footer)
+        new_stmt = bare.with_changes(leading_lines=footer[:index])
+        gone = footer[index]
+        new_container = container.with_changes(
+            body=tuple(container.body) + (new_stmt,), footer=footer[index + 1:])
+    else:
+        body = list(container.body)
+        nxt = next((i for i, st in enumerate(body)
+                    if old.positions.get(id(st), (0,))[0] > line), None)
+        if nxt is None:
+            return None
+        follower = body[nxt]
+        lead = tuple(follower.leading_lines)
+        new_stmt = bare.with_changes(leading_lines=lead[:index])
+        gone = lead[index]
+        new_follower = follower.with_changes(leading_lines=lead[index + 1:])
+        positions[id(new_follower)] = positions.pop(id(follower))
+        renamed[id(follower)] = new_follower
+        body[nxt:nxt + 1] = [new_stmt, new_follower]
+        new_container = container.with_changes(body=tuple(body))
+    try:
+        root, replaced = _rebuild([*ancestors, container], new_container) if ancestors \
+            else (new_container, [(container, new_container)])
+    except ValueError:
+        return None
+    if not isinstance(root, cst.Module) or (ancestors and ancestors[0] is not old.module):
+        return None
+    computed, new_leaves = statement_positions(
+        bare, line, indent, old.module.default_indent, old.module.default_newline)
+    new_r = computed[id(bare)]
+    last_end = None
+    if in_footer and container.body:
+        last_end = positions.get(id(container.body[-1]))
+    for old_node, new_node in replaced:
+        r = positions.pop(id(old_node))
+        if last_end is not None and old_node is not container:
+            r = _appended_end(r, last_end, new_r)
+        positions[id(new_node)] = r
+        renamed[id(old_node)] = new_node
+    positions.pop(id(gone), None)
+    positions.update(computed)
+    positions.pop(id(bare), None)  # (new_stmt stands in its place)
+    positions[id(new_stmt)] = new_r
+    head = tuple(renamed.get(id(a), a) for a in ancestors) + (new_container, new_stmt)
+    leaves: Leaves = [
+        (x, tuple([renamed.get(id(a), a) for a in chain])) for x, chain in old.leaves]
+    leaves += [(x, head + chain[1:]) for x, chain in new_leaves]
+    return ChunkTree(text, root, positions, leaves)
