@@ -191,8 +191,10 @@ def reparse_line(old: ChunkTree, text: str, start_line: int, aliases: Aliases
     return None if tree is None else (build_model(tree, start_line, aliases), tree)
 
 
-def patch_line(old: ChunkTree, text: str) -> Optional[ChunkTree]:
-    """The tree of ``text`` made from ``old``'s (see :func:`reparse_line`)."""
+def _edited_line(old: ChunkTree, text: str) -> Optional[Tuple[str, str, int, int, int]]:
+    """When ``text`` differs from ``old.text`` on one line (no ``\\r``): that
+    line before and after, the edit's offset, the line's offset and its
+    1-based number; else None."""
     before = old.text
     region = None if "\r" in before or "\r" in text else _line_edit(old, text, 512)
     if region is None:
@@ -201,7 +203,15 @@ def patch_line(old: ChunkTree, text: str) -> Optional[ChunkTree]:
     old_end, new_end = before.find("\n", p), text.find("\n", p)
     if old_end < 0 or new_end < 0:
         return None
-    old_line, new_line = before[start:old_end], text[start:new_end]
+    return before[start:old_end], text[start:new_end], p, start, line
+
+
+def patch_line(old: ChunkTree, text: str) -> Optional[ChunkTree]:
+    """The tree of ``text`` made from ``old``'s (see :func:`reparse_line`)."""
+    edited = _edited_line(old, text)
+    if edited is None:
+        return None
+    old_line, new_line, p, start, line = edited
     indent = old_line[:len(old_line) - len(old_line.lstrip(" \t"))]
     if p - start < len(indent) or new_line[len(indent):len(indent) + 1] in (" ", "\t"):
         return None  # the indentation changed
@@ -295,15 +305,10 @@ def _subtree(node: cst.CSTNode) -> List[cst.CSTNode]:
 def patch_blank(old: ChunkTree, text: str) -> Optional[ChunkTree]:
     """The tree of ``text`` made from ``old``'s when ``text`` differs from it by
     a simple statement typed on a line that is blank in ``old`` (see above)."""
-    before = old.text
-    region = None if "\r" in before or "\r" in text else _line_edit(old, text, 512)
-    if region is None:
-        return None
-    p, _q, start, line = region
-    old_end, new_end = before.find("\n", p), text.find("\n", p)
-    if old_end < 0 or new_end < 0 or before[start:old_end].strip(" \t"):
-        return None  # not a blank line before
-    new_line = text[start:new_end]
+    edited = _edited_line(old, text)
+    if edited is None or edited[0].strip(" \t"):
+        return None  # not one line, blank before
+    new_line, line = edited[1], edited[4]
     body = new_line.lstrip(" \t")
     indent = new_line[:len(new_line) - len(body)]
     if not body or body.startswith("#"):
