@@ -166,12 +166,7 @@ def required_targets(source: str) -> Tuple[str, ...]:
     if "tcgen05_" not in source and "alloc_tmem" not in source and "wgmma_gemm" not in source \
             and "tilelang.ascend" not in source:
         return ()
-    parts: List[str] = []
-    at = 0
-    for start, end, _prefix, _lit in _lexemes(source):  # comments, strings out
-        parts += [source[at:start], " " * (end - start)]
-        at = end
-    code = "".join(parts) + source[at:]
+    code = _LEXEME.sub(lambda m: " " * len(m.group(0)), source)  # comments, strings out
     found = [(m.start(), "sm_100" if m.group("tmem") else "sm_90")
              for m in _REQUIRES.finditer(code)]
     found += [(m.start(), "ascend") for m in _ASCEND_IMPORT.finditer(code)]
@@ -215,33 +210,11 @@ def string_end(text: str, i: int) -> int:
 
 
 # One pass over the text: comments and string literals (other text is skipped).
-# A literal's prefix letters are read back from the text before its quote
-# (:func:`_lexemes`): with them in the pattern, the search would try to start a
-# match at every one of those letters in the code (slow on large files).
 _LEXEME = re.compile(
     r"#[^\n]*"
-    r"|(?P<str>'''(?:\\.|[^\\])*?'''|\"\"\"(?:\\.|[^\\])*?\"\"\""
+    r"|(?P<prefix>[rRbBuUfF]{0,2})(?P<str>'''(?:\\.|[^\\])*?'''|\"\"\"(?:\\.|[^\\])*?\"\"\""
     r"|'(?:\\.|[^'\\\n])*'|\"(?:\\.|[^\"\\\n])*\")",
     re.S)
-_PREFIX_LETTERS = frozenset("rRbBuUfF")
-
-
-def _lexemes(source: str) -> Iterator[Tuple[int, int, str, Optional[str]]]:
-    """(start, end, prefix, literal) of each comment (literal None) and string
-    literal of ``source``; a literal's start is that of its prefix (up to two
-    of ``rRbBuUfF`` right before the quote)."""
-    for m in _LEXEME.finditer(source):
-        start = m.start()
-        lit = m.group("str")
-        if lit is None:
-            yield start, m.end(), "", None
-            continue
-        k = start
-        while k > 0 and start - k < 2 and source[k - 1] in _PREFIX_LETTERS:
-            k -= 1
-        yield k, m.end(), source[k:start], lit
-
-
 # What stands before a string in a target position.
 _BEFORE = re.compile(
     r"(?:\b\w*target\w*\s*=|['\"]arch['\"]\s*:|\bTarget\s*\()\s*$", re.IGNORECASE)
@@ -250,19 +223,21 @@ _BEFORE = re.compile(
 def _target_strings(source: str) -> List[str]:
     """Values of the code's string literals that stand where a target goes."""
     out: List[str] = []
-    for start, end, prefix, lit in _lexemes(source):
+    for m in _LEXEME.finditer(source):
+        lit = m.group("str")
         if lit is None:
             continue  # a comment
-        if "f" in prefix.lower() or "b" in prefix.lower():
+        if "f" in m.group("prefix").lower() or "b" in m.group("prefix").lower():
             continue
         q = 3 if lit[:3] in ("'''", '"""') else 1
         value = lit[q:-q]
         if not _MAYBE.search(value):
             continue
+        start = m.start()
         before = source[max(0, start - 80):start]
         if _BEFORE.search(before):
             out.append(value)
-        elif _ARCH_IN_STRING.search(value) and not _standalone(source, start, end):
+        elif _ARCH_IN_STRING.search(value) and not _standalone(source, start, m.end()):
             out.append(value)
     return out
 
