@@ -802,7 +802,7 @@ def autotune_overflows(module: Module, kernel: Kernel, target: str,
 # The spans a kept packing holds are its buffers' allocations: they are taken
 # from the kernel being analysed.
 
-_SweepMemo = Dict[Tuple[Tuple[str, int], ...], Dict[tuple, Packing]]
+_SweepMemo = Dict[Tuple[Tuple[str, int], ...], Dict[tuple, Tuple[Kernel, bool, Packing]]]
 _SWEEPS: "OrderedDict[Tuple[object, str], _SweepMemo]" = OrderedDict()
 _SWEEPS_KEPT = 64
 
@@ -811,45 +811,25 @@ def _sweep_packings(module: Module, kernel: Kernel, cfgs: Sequence[Dict[str, obj
                     target: str, base_bindings: Sequence[Tuple[str, object]],
                     overrides: Optional[Dict[str, object]]) -> List[Optional[Packing]]:
     """The packing of each configuration (None: it could not be planned), as
-    :func:`pack_configs` computes it, re-using the packings kept for a kernel
-    of the same model (see above)."""
-    from . import values as values_mod
+    :func:`pack_configs` computes it, re-using the plans kept for a kernel of
+    the same model (see above)."""
     spans = _alloc_spans(kernel)
-    key = (shape_key(kernel), target) if spans is not None else None
-    kept: _SweepMemo = _SWEEPS.get(key, {}) if key is not None else {}
-    if key is not None:
-        _SWEEPS[key] = kept
-        _SWEEPS.move_to_end(key)
-        while len(_SWEEPS) > _SWEEPS_KEPT:
-            _SWEEPS.popitem(last=False)
-    local: _SweepMemo = {}
-    keys = {k for c in cfgs for k in c}
-    out: List[Optional[Packing]] = []
-    for cfg in cfgs:
-        binds = {k: v for k, v in base_bindings if k not in keys}
-        binds.update(overrides or {})
-        try:
-            env = values_mod.build_env(module, kernel, None, binds, config=cfg)
-            hit = _kept_packing(env, kept) or _kept_packing(env, local)
-            if hit is None:
-                reads = env.record_reads()
-                watch = _ProgramWatch(env.program)
-                env.program = watch  # type: ignore[assignment]
-                view, loops, ws = plan_instance(kernel, env, target)
-                hit = pack_kernel(view, env, loops, target, ws)
-                read = tuple(reads)
-                memo = local if watch.consulted or key is None else kept
-                memo.setdefault(read, {})[tuple(reads[k] for k in read)] = hit
-        except Exception:  # noqa: BLE001 - pack_configs says why; TL202 skips it
-            out.append(None)
-            continue
-        out.append(_rebased(hit, spans) if spans is not None else hit)
-    return out
+    if spans is None:
+        return [None if isinstance(cp, str) else cp.packing
+                for cp in pack_configs(module, kernel, cfgs, target, base_bindings, overrides)]
+    key = (shape_key(kernel), target)
+    kept = _SWEEPS.get(key, {})
+    _SWEEPS[key] = kept
+    _SWEEPS.move_to_end(key)
+    while len(_SWEEPS) > _SWEEPS_KEPT:
+        _SWEEPS.popitem(last=False)
+    packed = pack_configs(module, kernel, cfgs, target, base_bindings, overrides, kept)
+    return [None if isinstance(cp, str) else _rebased(cp.packing, spans) for cp in packed]
 
 
-def _kept_packing(env: Env, memo: _SweepMemo) -> Optional[Packing]:
-    for read, packs in list(memo.items()):  # (a copy: another thread may add)
-        hit = packs.get(env.outcomes(read))
+def _kept_plan(env: Env, memo: _SweepMemo) -> Optional[Tuple[Kernel, bool, Packing]]:
+    for read, plans in list(memo.items()):  # (a copy: another thread may add)
+        hit = plans.get(env.outcomes(read))
         if hit is not None:
             return hit
     return None
@@ -934,7 +914,8 @@ class ConfigPacking(NamedTuple):
 
 def pack_configs(module: Module, kernel: Kernel, cfgs: Sequence[Dict[str, object]], target: str,
                  base_bindings: Sequence[Tuple[str, object]] = (),
-                 overrides: Optional[Dict[str, object]] = None
+                 overrides: Optional[Dict[str, object]] = None,
+                 kept: Optional["_SweepMemo"] = None
                  ) -> List[Union[ConfigPacking, str]]:
     """Each configuration of ``cfgs`` planned and packed on ``target``, in order,
     or why it could not be (the error's text).  TL202 and the pruning API
@@ -943,7 +924,10 @@ def pack_configs(module: Module, kernel: Kernel, cfgs: Sequence[Dict[str, object
     Each configuration is one instance of the kernel: the configuration's values
     on top of ``base_bindings`` (the default instance's resolved arguments, e.g.
     the problem size from the call site), with ``overrides`` (explicit bindings)
-    winning."""
+    winning.  ``kept``: plans kept from earlier sweeps of a kernel of the same
+    model (see :func:`_sweep_packings`, the only caller that passes it); a
+    configuration served from it has the view and the buffer spans of that
+    earlier kernel."""
     from . import values as values_mod
     keys = {k for c in cfgs for k in c}
     out: List[Union[ConfigPacking, str]] = []
@@ -952,23 +936,22 @@ def pack_configs(module: Module, kernel: Kernel, cfgs: Sequence[Dict[str, object
     # specialization): each packing is kept with the names it read and what
     # they resolved to, and a configuration where they all resolve the same
     # way gets that packing without planning again (Env.record_reads).
-    done: Dict[Tuple[Tuple[str, int], ...], Dict[tuple, Tuple[Kernel, bool, Packing]]] = {}
+    local: _SweepMemo = {}
     for cfg in cfgs:
         binds = {k: v for k, v in base_bindings if k not in keys}
         binds.update(overrides or {})
         try:
             env = values_mod.build_env(module, kernel, None, binds, config=cfg)
-            hit = None
-            for read, packs in done.items():
-                hit = packs.get(env.outcomes(read))
-                if hit is not None:
-                    break
+            hit = _kept_plan(env, kept or {}) or _kept_plan(env, local)
             if hit is None:
                 reads = env.record_reads()
+                watch = _ProgramWatch(env.program)
+                env.program = watch  # type: ignore[assignment]
                 view, loops, ws = plan_instance(kernel, env, target)
                 hit = (view, ws, pack_kernel(view, env, loops, target, ws))
                 read = tuple(reads)
-                done.setdefault(read, {})[tuple(reads[k] for k in read)] = hit
+                memo = local if kept is None or watch.consulted else kept
+                memo.setdefault(read, {})[tuple(reads[k] for k in read)] = hit
         except Exception as exc:  # noqa: BLE001 - the reason is the answer
             out.append(f"{type(exc).__name__}: {exc}")
             continue
