@@ -42,7 +42,12 @@ def active_view(kernel: Kernel, env: values.Env) -> Kernel:
     ``if`` (without else) that the block index ranges prove true replaced by its
     body, as Simplify deletes it (``if bx < N // block_N`` with a grid of
     ``N // block_N`` blocks; measured on cond_bx_copy).  The same object when
-    neither applies."""
+    neither applies.
+
+    Elaboration comes first (``elaborate.py``): the view holds only what the
+    builder builds for ``env``, every Python-valued ``if`` decided."""
+    from .elaborate import elaborate
+    kernel = elaborate(kernel, env).kernel
     proven = _proven_guards(kernel, env)
     if not proven and not any(lp.condition is not None and not loop_active(lp, env)
                               for lp in pipelined_loops(kernel.body)):

@@ -255,6 +255,14 @@ class Stmt:
     # expression.  Passes read argument facts here (``disable_tma=True``, the
     # ``annotate_buffer_versions`` dict), never from ``label``.
     call: Optional[Call] = None
+    # if only: every arm of an ``if``/``elif``/``else`` chain, in order, as
+    # (its test, or None for ``else``; the index in ``children`` where its
+    # statements start).  The builder decides each Python-valued test when the
+    # kernel is built (``elaborate.py``).
+    arms: Tuple[Tuple[Optional["Expr"], int], ...] = ()
+    # if only: the indented body of each arm, in the order of ``arms`` (its
+    # allocations included: an arm not built allocates nothing).
+    arm_spans: Tuple[Span, ...] = ()
 
     def kwarg(self, name: str) -> Optional[Expr]:
         """The keyword argument ``name=`` of the statement's call as written
@@ -328,6 +336,37 @@ class Binding:
 
 
 @dataclass(frozen=True)
+class Branch:
+    """An ``if``/``elif`` chain or a ``for`` over a Python iterable that the
+    builder (tilelang 0.1.15's eager ``prim_func``) decides when the kernel is
+    built, for one instance (``elaborate.py``).
+
+    ``taken`` is the index of the arm built (``len(arms)`` when no arm is:
+    every test false and no ``else``), or None when a test's Python value is
+    not known: then neither arm is built for certain, ``decided_by`` names the
+    values that decide, and no claim rests on either arm.  ``dropped`` are the
+    statements not built (whole spans); ``kept`` the ones that are.
+    ``conditions`` are the tests as written, one per arm (``else`` for the
+    last one without a test).  ``values`` are the names the decision read and
+    their values (``trans_A = False``), for messages."""
+
+    span: Span  # the ``if`` statement (or ``for``), whole
+    kind: str  # if | for
+    conditions: Tuple[str, ...]
+    taken: Optional[int]
+    dropped: Tuple[Span, ...] = ()
+    kept: Tuple[Span, ...] = ()
+    decided_by: Tuple[str, ...] = ()
+    values: Tuple[Tuple[str, str], ...] = ()
+    # for only: how many times the body is built (one copy per element).
+    copies: Optional[int] = None
+
+    @property
+    def decided(self) -> bool:
+        return self.taken is not None
+
+
+@dataclass(frozen=True)
 class Kernel:
     name: str
     span: Span  # the prim_func def (decorators excluded)
@@ -355,6 +394,10 @@ class Kernel:
     # The block indices ``with T.Kernel(...) as (bx, by)`` binds, one per grid
     # dimension in order (empty: not named, or not a plain tuple of names).
     block_vars: Tuple[str, ...] = ()
+    # Filled by elaboration (``elaborate.py``) on an instance's view of the
+    # kernel, never by the frontend: every Python-valued ``if`` and Python
+    # iterable ``for`` the builder decided, in source order.
+    branches: Tuple[Branch, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -615,6 +658,9 @@ class KernelResult:
     config_label: str = ""
     # Static ``__shared__`` bytes (scope="shared" buffers, mbarriers).
     shared_static_bytes: int = 0
+    # The Python-valued ``if``s and ``for``s the builder decided for this
+    # instance (elaborate.py): what is not built, and what stays undecided.
+    branches: Tuple[Branch, ...] = ()
 
     @property
     def shared_total(self) -> Optional[int]:

@@ -248,6 +248,7 @@ def analyze_kernel(module: Module, kernel: Kernel, target: str, settings: Settin
             sync=ksync,
             ascend=ascend,
             config_label=inst.label,
+            branches=kernel.branches,
         ))
         for d in kdiags:
             key = (d.code, d.span.line, d.span.col, d.message)
@@ -374,18 +375,12 @@ def _ws_fallback(kernel: Kernel, loops: Sequence[LoopResult],
 
 
 def _structure_unknown(kernel: Kernel, loop: Loop, env: values.Env) -> bool:
-    """Whether an ``if`` at the top of the loop body tests a factory value that
-    stays unknown: Python decides it when the kernel is traced, so which
-    statements exist is not known."""
-    factory_names = {p.name for p in kernel.factory_params} | {n for n, _ in kernel.locals}
-    for st in loop.body:
-        if st.kind != "if":
-            continue
-        if st.test is None:  # if/elif chains: not evaluated, so not known either
-            return True
-        if env.missing(st.test) & factory_names:
-            return True
-    return False
+    """Whether an ``if`` in the loop body tests a Python value tilelint does
+    not know (``if k_exact:`` on a factory value it cannot see): Python
+    decides it when the kernel is built, so which statements the loop holds
+    is not known (elaborate.py records it as undecided)."""
+    from .elaborate import undecided_in
+    return bool(undecided_in(loop.body, kernel.branches))
 
 
 def _replace(obj: _D, **changes: Any) -> _D:

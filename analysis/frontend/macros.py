@@ -57,12 +57,19 @@ def rename_stmt(stmt: Stmt, mapping: Dict[str, str], span: Span,
                 if v is not None:
                     changes[f] = tuple(subst(x, sub) for x in v)
         loop = Loop(**{**loop.__dict__, **changes})
+    test = stmt.test
+    arms = stmt.arms
+    if sub and arms:
+        # an ``if`` on a macro parameter is decided with the argument (elaborate.py)
+        test = None if test is None else subst(test, sub)
+        arms = tuple((None if t is None else subst(t, sub), i) for t, i in arms)
     return Stmt(kind=stmt.kind, op=stmt.op, span=stmt.span,
                 reads=tuple(acc(a) for a in stmt.reads),
                 writes=tuple(acc(a) for a in stmt.writes),
                 label=stmt.label, children=children, loop=loop, target=stmt.target,
                 value=stmt.value, macro=stmt.macro, else_index=stmt.else_index,
-                roles_known=stmt.roles_known, call=stmt.call)
+                roles_known=stmt.roles_known, call=stmt.call, test=test, arms=arms,
+                arm_spans=stmt.arm_spans)
 
 
 def subst(e: Expr, mapping: Dict[str, Expr], depth: int = 0) -> Expr:

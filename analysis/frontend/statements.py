@@ -159,17 +159,25 @@ class StatementBuilder(CallBuilder):
         children = self.block(node.body, ctx, ctx.macros, locals_out, pa)
         orelse = node.orelse
         else_index = len(children) if orelse is not None else None
+        # Every arm's test and where its statements start in ``children``
+        # (elaborate.py picks the arm a Python condition builds).
+        arms: List[Tuple[Optional[Expr], int]] = [(self.expr(node.test), 0)]
+        arm_spans: List[Span] = [self.span(node.body)]
         while orelse is not None:
+            arm_spans.append(self.span(orelse.body))
             if isinstance(orelse, cst.If):
+                arms.append((self.expr(orelse.test), len(children)))
                 children.extend(self.block(orelse.body, ctx, ctx.macros, locals_out, pa))
                 orelse = orelse.orelse
             else:
+                arms.append((None, len(children)))
                 children.extend(self.block(orelse.body, ctx, ctx.macros, locals_out, pa))
                 orelse = None
         cond_reads = self.accesses_in(node.test, ctx)
         st = self.compound("if", "if", node, children, extra_reads=cond_reads)
+        st = dataclasses.replace(st, arms=tuple(arms), arm_spans=tuple(arm_spans))
         if not isinstance(node.orelse, cst.If):  # no elif: the branches are known
-            st = dataclasses.replace(st, test=self.expr(node.test))
+            st = dataclasses.replace(st, test=arms[0][0])
         return st if else_index is None else dataclasses.replace(st, else_index=else_index)
 
     def for_stmt(self, node: cst.For, ctx: "KernelCtx", locals_out: Optional[List[Tuple[str, Expr]]],
@@ -209,6 +217,9 @@ class StatementBuilder(CallBuilder):
         of a helper or macro, the iterator expression."""
         head = LoopHead()
         if not isinstance(it, cst.Call):
+            # ``for x in cfgs`` / ``for x in [a, b]``: a Python iterable the
+            # builder unrolls (elaborate.py), kept as written.
+            head.iterator = self.expr(it)
             return head
         fname = self.dotted(it.func) or ""
         short = fname[2:] if fname.startswith("T.") else fname

@@ -1,0 +1,129 @@
+"""Elaboration (analysis/elaborate.py): which arms tilelang 0.1.15's builder
+builds.  Each parity fixture elab_*.py is used twice: here, against the
+decisions written below by reading the fixture with Python's rules, and in
+tests/test_parity.py, where the compiler lowers it.  The last test switches
+elaboration off and requires the model to disagree with the compiler, so
+the fixtures can fail."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from parity_support import all_oracle_facts, require_tilelang
+
+from tilelint.analysis import Settings, analyze, elaborate as elab, frontend, values
+
+PARITY = Path(__file__).parent / "fixtures" / "parity"
+UNIT = Path(__file__).parent / "fixtures" / "elaborate"
+
+# fixture -> [(kind, line of the if/for, arm taken (None: undecided),
+#              first lines of the dropped arms, names that decide, copies)]
+# Reasoning, per fixture:
+EXPECTED = {
+    # mode="nt": `mode == "nn"` False, `mode == "nt"` True -> arm 1; arms 0 and 2 dropped.
+    "elab_if_elif_else": [("if", 19, 1, [20, 28], (), None)],
+    # block_K = 64 (wide=True): `block_K == 64` True -> arm 0, else (line 25) dropped.
+    "elab_ternary_size": [("if", 21, 0, [25], (), None)],
+    # fast=True, exact=False, debug=False: (not True and False) or False -> else arm.
+    "elab_and_or_not": [("if", 20, 1, [21], (), None)],
+    # scale=None: `scale is None` True -> arm 0; the else arm with S_shared dropped.
+    "elab_is_none": [("if", 20, 0, [24], (), None)],
+    # dtype="float16" is in the tuple -> arm 0; the W_shared arm dropped.
+    "elab_in": [("if", 19, 0, [23], (), None)],
+    # use_bias=False, no else: no arm built (taken == number of arms, 1), both ifs.
+    "elab_dropped_alloc": [("if", 18, 1, [19], (), None), ("if", 26, 1, [27], (), None)],
+    # [2, 2]: the body (one pipelined loop) built twice.
+    "elab_for_list": [("for", 18, 0, [], (), 2)],
+    "invalid_tl115_for_list": [("for", 18, 0, [], (), 2)],
+    # Flag[0] > 0 (a buffer element) and bx < n_valid (a block index): device
+    # tests, nothing decided.
+    "elab_device_if": [],
+    # USE_B comes from os.environ: undecided, named.
+    "unknown_condition": [("if", 23, None, [], ("USE_B",), None)],
+}
+# Allocations the builder never makes (in a dropped arm).
+NOT_BUILT = {"elab_is_none": {"S_shared"}, "elab_in": {"W_shared"},
+             "elab_dropped_alloc": {"Bias_shared"}}
+
+
+def _path(stem: str) -> Path:
+    p = PARITY / f"{stem}.py"
+    return p if p.exists() else UNIT / f"{stem}.py"
+
+
+@pytest.mark.parametrize("stem", sorted(EXPECTED))
+def test_branches(stem: str) -> None:
+    module = frontend.parse_module(_path(stem).read_text())
+    (kernel,) = module.kernels
+    env = values.instances(module, kernel)[0].env
+    built = elab.elaborate(kernel, env)
+    got = [(b.kind, b.span.line, b.taken, [d.line for d in b.dropped], b.decided_by, b.copies)
+           for b in built.branches]
+    assert got == EXPECTED[stem]
+    names = {a.name for a in built.kernel.allocs}
+    assert not names & NOT_BUILT.get(stem, set())
+    assert NOT_BUILT.get(stem, set()) <= {a.name for a in kernel.allocs}
+
+
+def test_branches_reach_results() -> None:
+    path = UNIT / "unknown_condition.py"
+    a = analyze(path.read_text(), str(path), Settings(target="sm_90"))
+    (kr,) = a.kernels
+    assert [b.decided_by for b in kr.branches] == [("USE_B",)]
+    # No TL113 built on a guess about which copies the loop holds.
+    assert not [d for d in a.diagnostics if d.code == "TL113"]
+
+
+def test_device_tests_stay() -> None:
+    module = frontend.parse_module((PARITY / "elab_device_if.py").read_text())
+    (kernel,) = module.kernels
+    env = values.instances(module, kernel)[0].env
+    device = elab.device_names(kernel)
+    ifs = [st for st in _walk(kernel.body) if st.kind == "if"]
+    assert len(ifs) == 2
+    for st in ifs:
+        assert elab.decide(st.arms[0][0], env, device)[0] == elab.DEVICE
+
+
+def _walk(stmts):
+    from tilelint.analysis.model import walk_stmts
+    return list(walk_stmts(stmts))
+
+
+def _disagrees(stem: str, target: str) -> bool:
+    facts = all_oracle_facts(target)[f"{stem}.py"]
+    path = PARITY / f"{stem}.py"
+    a = analyze(path.read_text(), str(path), Settings(target=target))
+    for name, k in facts["kernels"].items():
+        mine = [x for x in a.kernels if x.kernel.name == name]
+        if not mine:
+            return True
+        kr = mine[0]
+        if k.get("error"):
+            code = k["error"].get("code")
+            if not [d for d in a.diagnostics if d.code == code]:
+                return True
+            continue
+        if kr.warp_specialized != k["warp_specialized"] or kr.threads != k["threads"]:
+            return True
+        if kr.shared_bytes != (k.get("shared") or {}).get("bytes"):
+            return True
+        if len([lr for lr in kr.loops]) != len(k["loops"]):
+            return True
+        for ours, theirs in zip(kr.loops, k["loops"], strict=False):
+            if theirs["pipelined"] and [s.stmt.span.line for s in ours.statements] != \
+                    [s["line"] for s in theirs["statements"]]:
+                return True
+    return False
+
+
+@pytest.mark.parity
+@pytest.mark.parametrize("stem", sorted(s for s in EXPECTED
+                                        if (PARITY / f"{s}.py").exists() and s != "elab_device_if"))
+def test_fixtures_fail_without_elaboration(stem: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    require_tilelang()
+    assert not any(_disagrees(stem, t) for t in ("sm_80", "sm_90")), "agrees with elaboration"
+    monkeypatch.setattr(elab, "ENABLED", False)
+    assert any(_disagrees(stem, t) for t in ("sm_80", "sm_90")), \
+        f"{stem}: the model agrees with the compiler without elaboration"
