@@ -183,9 +183,14 @@ def decide(test: Expr, env: values.Env, device: FrozenSet[str]
 
 
 def _symbolic(env: values.Env, name: str) -> bool:
+    """``name`` holds a symbolic size (``T.dynamic``, a jit tensor's shape).  A
+    factory parameter that no call gives, or that its call gives from a value
+    not known there, is symbolic to the evaluator but a Python value to the
+    builder: not known here, so not a device value."""
     v = env.values.get(name)
     if isinstance(v, values.Symbolic):
-        return True
+        src = (env.sources or {}).get(name, "")
+        return not (src == "parameter" or "(unknown there" in src)
     return _device_call(env.exprs.get(name))
 
 

@@ -36,6 +36,32 @@ def loop_result(loop: Loop, loops: Sequence[LoopResult]) -> Optional[LoopResult]
     return None
 
 
+class LoopMatcher:
+    """:func:`loop_result` for a walk over a kernel view in source order: a
+    loop of another view of the same kernel (rebuilt, so not the object
+    planned) gets the first result at its place not given yet.  One source
+    loop built several times (a Python ``for`` over a list) has several
+    results at one place, one per copy, in order."""
+
+    def __init__(self, loops: Sequence[LoopResult]) -> None:
+        self.loops = list(loops)
+        self.given: dict = {}  # id(loop) -> its result
+        self.used: set = set()  # ids of the results given
+
+    def __call__(self, loop: Loop) -> Optional[LoopResult]:
+        if id(loop) in self.given:
+            return self.given[id(loop)]
+        found = next((lr for lr in self.loops if lr.loop is loop), None)
+        if found is None:
+            same = [lr for lr in self.loops if lr.loop.span == loop.span]
+            found = next((lr for lr in same if id(lr) not in self.used),
+                         same[0] if same else None)
+        self.given[id(loop)] = found
+        if found is not None:
+            self.used.add(id(found))
+        return found
+
+
 def active_view(kernel: Kernel, env: values.Env) -> Kernel:
     """``kernel`` as the compiler sees it in ``env``: every pipelined loop whose
     condition is false turned into the serial loop the compiler sees, and every

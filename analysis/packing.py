@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Dict, List, NamedTuple, Optional, Sequence, Set, Tuple, Union
 
 from . import planning, targets as targets_mod, versions as versions_mod
-from .loops import active_view, loop_result, pipelined_loops
+from .loops import LoopMatcher, active_view, loop_result, pipelined_loops
 from .model import (
     Alloc,
     BufferInfo,
@@ -179,8 +179,9 @@ def linear_units(kernel: Kernel, loops: Sequence[LoopResult], shared: Set[str],
         rest = body[ws_index + 1:]
     else:
         rest = body
+    match = LoopMatcher(loops)
     for s in rest:
-        lr = loop_result(s.loop, loops) if s.loop is not None and _is_pipelined_stmt(s) else None
+        lr = match(s.loop) if s.loop is not None and _is_pipelined_stmt(s) else None
         sched = modulo_schedule(lr) if lr is not None and lr.pipelined else None
         if sched is None:
             units.append(_touched(s) & shared)
@@ -595,20 +596,23 @@ def _overflow(kernel: Kernel, env: Env, loops: Sequence[LoopResult], pack: Packi
            f"(arena {pack.arena_bytes} B" + (f" + static {pack.static_bytes} B" if pack.static_bytes else "")
            + f"; {parts}); {reuse}")
     if best is not None:
-        where = "" if len(deep) < 2 else " on the loop" + ("s" if len(lowered) > 1 else "") + \
-            " at line " + ", ".join(str(lr.loop.span.line) for lr in lowered)
+        lines = list(dict.fromkeys(str(lr.loop.span.line) for lr in lowered))
+        where = "" if len(deep) < 2 else " on the loop" + ("s" if len(lines) > 1 else "") + \
+            " at line " + ", ".join(lines)
         msg += f"; num_stages={best[0]}{where} would fit ({best[1]} B)"
         literal = {id(lp) for lp in _literal_num_stages(loops)}
-        spans = [lr.loop.num_stages_span for lr in lowered if id(lr.loop) in literal]
+        # (one source loop built several times, by a Python ``for`` over a
+        # list, has one num_stages to edit)
+        spans = [sp for sp in dict.fromkeys(lr.loop.num_stages_span for lr in lowered
+                                            if id(lr.loop) in literal) if sp is not None]
         for ns_span in spans:
-            if ns_span is not None:
-                related.append(Related(ns_span, f"num_stages={best[0]} fits in {best[1]} B"))
-        if spans and len(spans) == len(lowered):
+            related.append(Related(ns_span, f"num_stages={best[0]} fits in {best[1]} B"))
+        if spans and len(spans) == len({lr.loop.span for lr in lowered}):
             # One fix that writes the value on every loop the what-if lowered
             # (a loop whose num_stages is not a literal cannot be edited: no fix).
             fixes.append(Fix(title=f"Set num_stages={best[0]} ({best[1]} B fits {target})",
                              edits=tuple(TextEdit(sp, f"num_stages={best[0]}")
-                                         for sp in spans if sp is not None),
+                                         for sp in spans),
                              preferred=True))
     elif top > 1:
         msg += "; no num_stages >= 1 fits"

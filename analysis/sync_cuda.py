@@ -41,7 +41,7 @@ from dataclasses import dataclass, replace
 from typing import Dict, List, NamedTuple, Optional, Protocol, Sequence, Set, Tuple
 
 from . import targets as targets_mod
-from .loops import loop_result
+from .loops import LoopMatcher, loop_result
 from .model import (
     BufferInfo,
     Const,
@@ -96,7 +96,8 @@ def _rw(stmt: Stmt, shared: Set[str]) -> Tuple[Set[str], Set[str]]:
 
 def is_async_copy(stmt: Stmt, kernel: Kernel) -> bool:
     """A copy from global memory (a kernel parameter) into shared memory, possibly under
-    an ``if`` (the guarded copy stays a cp.async)."""
+    an ``if`` (a producer for warp specialization; not a cp.async otherwise:
+    :func:`is_cp_async_copy`)."""
     if stmt.kind == "if" and stmt.children:
         return all(is_async_copy(c, kernel) for c in stmt.children)
     if stmt.kind != "copy":
@@ -105,6 +106,16 @@ def is_async_copy(stmt: Stmt, kernel: Kernel) -> bool:
     allocs = _alloc_names(kernel)
     return any(w.buffer in shared for w in stmt.writes) and \
         any(r.buffer not in allocs for r in stmt.reads)
+
+
+def is_cp_async_copy(stmt: Stmt, kernel: Kernel) -> bool:
+    """A copy the software pipeline issues as cp.async (outside warp
+    specialization): a global-to-shared copy at the top of the loop body.  One
+    under an ``if`` (on a block, thread or loop index, or a buffer element) is a
+    synchronous copy (measured on sm_80: ``if bx < 3:``, ``if k < 20:``,
+    ``if Flag[0] > 0:`` around the B copy leave only A's cp.async; around both
+    copies none, and no commit)."""
+    return stmt.kind != "if" and is_async_copy(stmt, kernel)
 
 
 def _asks_cp_async(stmt: Stmt) -> bool:
@@ -353,7 +364,7 @@ def _accs(stmt: Stmt, shared: Set[str], is_async: bool, vkey: VersionKey,
     for x in _leaves(stmt):
         r = {a.buffer for a in x.reads if a.buffer in shared}
         w = {a.buffer for a in x.writes if a.buffer in shared}
-        ptr = x.kind == "gemm" or (kernel is not None and is_async_copy(x, kernel))
+        ptr = x.kind == "gemm" or (kernel is not None and is_async and is_async_copy(x, kernel))
         out += [Acc(b, False, False, vkey, ptr) for b in sorted(r)]
         out += [Acc(b, True, is_async, vkey, ptr) for b in sorted(w)]
         seen_r |= r
@@ -443,7 +454,7 @@ class _Tracer:
         return self.layout.versions
 
     def row_accs(self, row: Row, versions: Dict[str, int]) -> List[Acc]:
-        is_async = is_async_copy(row.stmt, self.kernel)
+        is_async = is_cp_async_copy(row.stmt, self.kernel)
         trip = self.trips.get(id(row.stmt))
         return [replace(a, vkey=_vkey(row, a.buffer, versions, trip))
                 for a in _accs(row.stmt, self.shared, is_async, None, self.kernel)]
@@ -574,7 +585,7 @@ class _CommitGroups:
         self.of: Dict[int, int] = {}  # statement index -> commit group id
         keys: Dict[Tuple[int, int], int] = {}
         for r in sched.body:
-            if is_async_copy(r.stmt, kernel):
+            if is_cp_async_copy(r.stmt, kernel):
                 self.of[r.index] = keys.setdefault((r.stage, last_use(r.index)), len(keys))
         self.count = max(len(keys), 1)
         self.writers: Dict[str, int] = {}  # buffer -> the group that fills it
@@ -798,11 +809,11 @@ def trace(kernel: Kernel, env: Optional[Env], loops: Sequence[LoopResult], targe
     tr = _Tracer(kernel, layout)
     per_loop: Dict[int, RegionSync] = {}
     loops = list(loops)
+    match = LoopMatcher(loops)
 
     def visit(s: Stmt) -> None:
-        lr = loop_result(s.loop, loops) if (s.loop is not None and s.loop.kind == "pipelined") \
-            else None
-        li = loops.index(lr) if lr is not None else -1
+        lr = match(s.loop) if (s.loop is not None and s.loop.kind == "pipelined") else None
+        li = next((i for i, x in enumerate(loops) if x is lr), -1)
         sched = modulo_schedule(lr, _trip(lr, env)) if lr is not None and lr.pipelined and \
             not lr.warp_specialized else None
         if sched is not None:

@@ -33,9 +33,13 @@ producer (``IsProducerMovableLoopPrefixStmt``), Im2Col producers, tcgen05.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
 
+from .loops import active_view
 from .model import Alloc, Kernel, KernelResult, LoopResult, ScheduledStmt, Stmt, walk_bodies
+
+if TYPE_CHECKING:
+    from .values import Env
 
 PRODUCER_WARPGROUP = 128
 
@@ -165,7 +169,7 @@ def _one_version_bytes(kr: KernelResult, buffer: str) -> Optional[int]:
     return None
 
 
-def _env(kr: KernelResult) -> object:
+def _env(kr: KernelResult) -> "Env":
     from .values import Env
     return Env(exprs=dict(kr.kernel.locals), values=dict(kr.bindings))
 
@@ -197,9 +201,11 @@ def ws_view(kr: KernelResult, lr: LoopResult) -> Optional[WsView]:
 def _view(kr: KernelResult, lr: LoopResult) -> Optional[WsView]:
     if not (lr.pipelined and lr.warp_specialized and kr.kernel.dialect == "cuda"):
         return None
-    kernel = kr.kernel
-    allocs = _allocs(kernel)
     env = _env(kr)
+    # The kernel as built for this instance (a Python ``for`` over a list is
+    # unrolled, so a loop it held is no longer under an outer loop).
+    kernel = active_view(kr.kernel, env)
+    allocs = _allocs(kernel)
     ns = lr.num_stages or 1
     flat, guarded = _flat(lr)
     kinds = [_kind(ss, kernel, env, allocs) for ss in flat]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis import frontend, packing, planning, values, versions
+from analysis import frontend, loops, packing, planning, values, versions
 from analysis.model import Const, walk_bodies
 
 PARITY = Path(__file__).resolve().parent / "fixtures" / "parity"
@@ -22,6 +22,9 @@ def analyse(name: str, target: str, kernel: str | None = None):
     k = next(x for x in module.kernels if kernel is None or x.name == kernel)
     insts = values.instances(module, k)
     env = insts[0].env if insts else values.build_env(module, k)
+    # The kernel as the passes see it (pipeline.instance_core): elaborated,
+    # guards the block ranges prove deleted.
+    k = loops.active_view(k, env)
     allocs = {a.name: a for a in k.allocs}
     ws = planning.warp_specialization_applies(k, env, target)
     lrs = []

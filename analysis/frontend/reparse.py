@@ -391,7 +391,8 @@ def _appended_end(r: Tuple[int, int, int, int], last_end: Tuple[int, int, int, i
                   new_r: Tuple[int, int, int, int]) -> Tuple[int, int, int, int]:
     """A statement that ended where its block's old last statement ended ends
     where the statement appended to that block does (a ``for`` and its body's
-    last line; the block itself spans its footer and keeps its range)."""
+    last line, and the block itself when its range ended there: an ``if``
+    arm's span)."""
     if r[2] == last_end[2] and r[3] == last_end[3]:
         return (r[0], r[1], new_r[2], new_r[3])
     return r
@@ -438,7 +439,7 @@ def _insert_statement(old: ChunkTree, text: str, bare: cst.SimpleStatementLine,
         last_end = positions.get(id(container.body[-1]))
     for old_node, new_node in replaced:
         r = positions.pop(id(old_node))
-        if last_end is not None and old_node is not container:
+        if last_end is not None:
             r = _appended_end(r, last_end, new_r)
         positions[id(new_node)] = r
         renamed[id(old_node)] = new_node

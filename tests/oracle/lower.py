@@ -732,6 +732,14 @@ def extract_sync(env, art, loops, kernel_file):
                         if int(lp.kind) != 2)  # vectorized loops are not emitted as `for`
     src_fors = list(RE_FOR.finditer(src))
     aligned = len(src_fors) == len(all_fors)
+    # Loops that share a source line (a Python ``for`` over a list builds the
+    # body once per element): the n-th such entry is the n-th steady-state loop
+    # on that line, and its regions cannot be told apart by line, so none.
+    line_count: dict = {}
+    for entry in loops:
+        if entry.get("pipelined"):
+            line_count[entry["line"]] = line_count.get(entry["line"], 0) + 1
+    taken: set = set()
     for entry in loops:
         if not entry.get("pipelined"):
             res["syncthreads_in_loop"].append(None)
@@ -742,7 +750,7 @@ def extract_sync(env, art, loops, kernel_file):
         cands = []
         for idx, lp in enumerate(all_fors):
             line, fname = env.span(lp)
-            if line != entry["line"]:
+            if line != entry["line"] or idx in taken:
                 continue
             if kernel_file and fname and os.path.abspath(fname) != os.path.abspath(kernel_file):
                 continue
@@ -766,8 +774,9 @@ def extract_sync(env, art, loops, kernel_file):
             res["sync_partial_in_loop"].append(None)
             res["regions"].append(None)
             continue
+        taken.add(best)
         ir_count = storage_syncs_in(env, all_fors[best].body)
-        regions = pipeline_regions(env, [f for _, f in dev], all_fors[best], entry["line"],
+        regions = None if line_count.get(entry["line"], 0) > 1 else pipeline_regions(env, [f for _, f in dev], all_fors[best], entry["line"],
                                    entry.get("end_line") or entry["line"], kernel_file,
                                    {st.get("line") for st in entry.get("statements") or ()})
         if regions is None:
