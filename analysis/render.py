@@ -10,11 +10,13 @@ from .model import (
     AscendLoop,
     AscendResult,
     AscendStatement,
+    Branch,
     BufferInfo,
     Diagnostic,
     KernelResult,
     LoopResult,
     LoopSync,
+    Span,
 )
 
 SCHEMA = 1
@@ -123,6 +125,59 @@ def buffer_json(b: BufferInfo) -> Dict[str, object]:
     }
 
 
+def _lines_text(sp: Span) -> str:
+    return f"line {sp.line}" if sp.end_line <= sp.line else f"lines {sp.line}–{sp.end_line}"
+
+
+def _arm_name(b: Branch, i: int) -> str:
+    cond = b.conditions[i] if i < len(b.conditions) else ""
+    if cond == "else":
+        return "`else:` arm"
+    return f"`{'if' if i == 0 else 'elif'} {cond}:` arm"
+
+
+def _deciders(b: Branch) -> str:
+    return ", ".join(f"`{n}`" for n in b.decided_by) if b.decided_by else "a value"
+
+
+def branch_text(b: Branch) -> str:
+    """One line on what the builder builds of ``b`` for this instance
+    (``explain``, the hover): the arm taken and for which values, what is not
+    built, or which names leave it undecided."""
+    if b.kind == "for":
+        head = f"line {b.span.line} `for` over `{b.conditions[0]}`"
+        if b.copies is not None:
+            return (f"{head} is Python: the body is built {b.copies} "
+                    f"time{'' if b.copies == 1 else 's'}, once per element")
+        return (f"{head}: how many times the body is built depends on {_deciders(b)}, "
+                "whose value is not known here; tilelint keeps it a loop")
+    head = f"line {b.span.line} `if {b.conditions[0]}:`"
+    if b.taken is None:
+        return (f"{head}: which arm is built depends on {_deciders(b)}, whose value is not "
+                "known here; tilelint keeps every arm, as for a device `if`")
+    why = f" ({', '.join(f'{n} = {v}' for n, v in b.values)})" if b.values else ""
+    built = (f"the builder builds the {_arm_name(b, b.taken)} only"
+             if b.taken < len(b.conditions) else "nothing is built")
+    out = f"{head} is Python{why}: {built}"
+    if b.dropped:
+        out += "; not built: " + ", ".join(_lines_text(sp) for sp in b.dropped)
+    return out
+
+
+def branch_json(b: Branch) -> Dict[str, object]:
+    return {
+        "line": b.span.line,
+        "end_line": b.span.end_line,
+        "kind": b.kind,
+        "conditions": list(b.conditions),
+        "built": b.taken,
+        "copies": b.copies,
+        "not_built": [[sp.line, sp.end_line] for sp in b.dropped],
+        "decided_by": list(b.decided_by),
+        "values": dict(b.values),
+    }
+
+
 def kernel_json(kr: KernelResult) -> Dict[str, object]:
     k = kr.kernel
     sync = kr.sync
@@ -143,6 +198,7 @@ def kernel_json(kr: KernelResult) -> Dict[str, object]:
             "buffers": [buffer_json(b) for b in kr.buffers],
         },
         "loops": [loop_json(lr, kr) for lr in kr.loops],
+        "branches": [branch_json(b) for b in kr.branches],
         "sync": None if sync is None else {
             "syncthreads": sync.syncthreads,
             "cp_async_commit": sync.cp_async_commit,
@@ -283,6 +339,8 @@ def explain_text(analysis: Analysis) -> str:
             out.append("  symbolic: " + ", ".join(kr.unresolved))
         out.append(f"  threads: {kr.threads if kr.threads is not None else '?'}"
                    f"{'  (warp-specialized)' if kr.warp_specialized else ''}")
+        for br in kr.branches:
+            out.append(("  elaboration: " if br.decided else "  undecided: ") + branch_text(br))
         if kr.ascend is not None:
             out.extend(ascend_text(kr.ascend))
         for lr in ([] if kr.ascend is not None else kr.loops):

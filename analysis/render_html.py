@@ -950,6 +950,12 @@ def _instance_section(kr: KernelResult, target: str, open_: bool,
     out = [f'<details class="instance" data-kernel="{_e(k.name)}" data-target="{_e(target)}"'
            f'{OPEN if open_ else ""}><summary>{summary}</summary>']
     out.append(f"<p class='note'>bindings: <code>{_e(_bindings_text(kr)) or '—'}</code></p>")
+    if kr.branches:
+        from .render import branch_text
+        warn = " class='warn'"
+        out.append("<ul class='branches'>" + "".join(
+            f"<li{'' if b.decided else warn}>{_e(branch_text(b))}</li>"
+            for b in kr.branches) + "</ul>")
     if kr.ascend is not None:
         for n, lp in enumerate(kr.ascend.loops):
             tl = ascend_timeline(kr, lp, n == 0)

@@ -75,6 +75,33 @@ def test_branches_reach_results() -> None:
     assert not [d for d in a.diagnostics if d.code == "TL113"]
 
 
+# What explain prints for each decision (the facts of EXPECTED, in words).
+EXPLAIN = {
+    "elab_if_elif_else": "  elaboration: line 19 `if mode == 'nn':` is Python (mode = 'nt'): the "
+                         "builder builds the `elif mode == 'nt':` arm only; not built: "
+                         "lines 20–22, lines 28–29",
+    "elab_dropped_alloc": "  elaboration: line 18 `if use_bias:` is Python (use_bias = False): "
+                          "nothing is built; not built: lines 19–20",
+    "elab_for_list": "  elaboration: line 18 `for` over `[2, 2]` is Python: the body is built "
+                     "2 times, once per element",
+    "unknown_condition": "  undecided: line 23 `if USE_B:`: which arm is built depends on "
+                         "`USE_B`, whose value is not known here; tilelint keeps every arm, as "
+                         "for a device `if`",
+}
+
+
+@pytest.mark.parametrize("stem", sorted(EXPLAIN))
+def test_explain_says_what_is_built(stem: str) -> None:
+    from tilelint.analysis.render import explain_json, explain_text
+    path = _path(stem)
+    a = analyze(path.read_text(), str(path), Settings(target="sm_80"))
+    assert EXPLAIN[stem] in explain_text(a).splitlines()
+    got = [(b["line"], b["built"], [nb[0] for nb in b["not_built"]], tuple(b["decided_by"]),
+            b["copies"]) for b in explain_json(a)["kernels"][0]["branches"]]
+    assert got == [(line, taken, dropped, by, copies)
+                   for _, line, taken, dropped, by, copies in EXPECTED[stem]]
+
+
 def test_device_tests_stay() -> None:
     module = frontend.parse_module((PARITY / "elab_device_if.py").read_text())
     (kernel,) = module.kernels

@@ -512,3 +512,14 @@ def test_chromium_renders_the_page(gemm_page, tmp_path):
         # the README's picture (docs/images/explain_page.png) is this screenshot
         README_SHOT.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(shot, README_SHOT)
+
+
+def test_page_says_which_arms_are_built(capsys):
+    """A Python ``if`` the builder decides (use_bias=False, no else: nothing
+    built) is listed with the lines not built; explain text and JSON say the
+    same (tests/test_elaborate.py)."""
+    rc, page, _ = run(capsys, "explain", PARITY / "elab_dropped_alloc.py", "--format", "html")
+    assert rc == 0
+    assert "<ul class='branches'>" in page
+    assert "(use_bias = False): nothing is built; not built: lines 19–20" in page
+    assert "Bias_shared" not in page  # the allocation is never made

@@ -37,6 +37,15 @@ def _analysis():
     return analyze(GEMM.read_text(), str(GEMM), Settings(target="sm_80"))
 
 
+def test_schema_document_lists_the_kernel_and_branch_fields_explain_prints():
+    kernel = explain_json(_analysis())["kernels"][0]
+    assert _table_fields("## kernel (`kernels[]`)") == list(kernel)
+    path = ROOT / "tests" / "fixtures" / "parity" / "elab_if_elif_else.py"
+    doc = explain_json(analyze(path.read_text(), str(path), Settings(target="sm_80")))
+    branch = doc["kernels"][0]["branches"][0]
+    assert _table_fields("branch (`kernels[].branches[]`)") == list(branch)
+
+
 def test_schema_document_lists_the_loop_fields_explain_prints():
     loop = explain_json(_analysis())["kernels"][0]["loops"][0]
     assert _table_fields("## loop (`kernels[].loops[]`)") == list(loop)

@@ -15,7 +15,7 @@ from . import convert, hover_text
 from .lazy import model, pipeline
 
 if TYPE_CHECKING:  # pragma: no cover
-    from tilelint.analysis.model import Analysis, KernelResult, LoopResult, Settings, Span
+    from tilelint.analysis.model import Analysis, Branch, KernelResult, LoopResult, Settings, Span
 
 METHOD = lsp.TEXT_DOCUMENT_HOVER
 log = logging.getLogger(__name__)
@@ -50,6 +50,22 @@ def loop_under(kr: KernelResult, line: int, col: int, attr: str) -> Optional[Loo
     for lr in kr.loops:
         if _within(getattr(lr.loop, attr), line, col):
             return lr
+    return None
+
+
+def branch_at(kr: KernelResult, line: int, col: int, header: bool
+              ) -> Optional[Tuple[Branch, Optional[Span]]]:
+    """The Python ``if``/``for`` (``elaborate.py``) whose arm not built holds
+    the position, with that arm's span; with ``header``, else the innermost
+    one whose first line is the position's line (span None)."""
+    for b in kr.branches:
+        for sp in b.dropped:
+            if sp.line <= line <= sp.end_line:
+                return b, sp
+    if header:
+        on = [b for b in kr.branches if b.span.line == line]
+        if on:
+            return max(on, key=lambda b: b.span.col), None
     return None
 
 
@@ -156,7 +172,12 @@ async def handler(ls, params: lsp.HoverParams) -> Optional[lsp.Hover]:
     text: Optional[str] = None
     span: Optional[Span] = None
 
-    lr = loop_under(kr, line, col, "num_stages_span")
+    dropped = branch_at(kr, line, col, header=False)
+    if dropped is not None:
+        # Not built for this instance: no loop, buffer or statement hover.
+        text = hover_text.branch_hover(kr, dropped[0], dropped[1])
+        span = dropped[1]
+    lr = None if text is not None else loop_under(kr, line, col, "num_stages_span")
     if lr is not None:
         span = lr.loop.num_stages_span
         rows = await asyncio.get_running_loop().run_in_executor(
@@ -196,6 +217,13 @@ async def handler(ls, params: lsp.HoverParams) -> Optional[lsp.Hover]:
                 span = ss.stmt.span
                 text = hover_text.statement_hover(kr, lr, ss, analysis.target, uri=doc.uri)
                 break
+    if text is None:
+        header = branch_at(kr, line, col, header=True)
+        if header is not None:
+            text = hover_text.branch_hover(kr, header[0], None)
+            span = model.Span(line, header[0].span.col, line,
+                              len(convert.strip_eol(lines[line - 1])) if line - 1 < len(lines)
+                              else header[0].span.col)
     if text is None:
         return None
     footer = await _binding_footer(ls, doc, analysis, kr)

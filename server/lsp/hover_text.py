@@ -12,11 +12,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from tilelint.analysis.model import (
         Alloc,
         AscendLoop,
+        Branch,
         BufferInfo,
         Kernel,
         KernelResult,
         LoopResult,
         ScheduledStmt,
+        Span,
         Stmt,
     )
 
@@ -504,3 +506,16 @@ def binding_footer(kr: "KernelResult", labels: Sequence[str], chosen: Optional[s
         out += "  \nOther configurations (set `tilelint.binding` to one): " + ", ".join(
             f"`{lb}`" for lb in others)
     return fit(out)
+
+
+def branch_hover(kr: "KernelResult", b: "Branch", dropped: Optional["Span"]) -> str:
+    """A Python ``if``/``for`` the builder decides (``elaborate.py``): on an arm
+    it does not build, that it is not built and for which values; on the
+    header, what it builds."""
+    what = render.branch_text(b)
+    if dropped is not None:
+        return ("**Not built** for this instance: " + what + ".\n\nNothing in this arm "
+                "(loops, allocations, copies) exists in the kernel tilelang 0.1.15 lowers; "
+                "tilelint counts none of it." + _config_note(kr))
+    title = "**Decided when the kernel is built**" if b.decided else "**Not decided here**"
+    return f"{title}: {what}." + _config_note(kr)

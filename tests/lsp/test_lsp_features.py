@@ -262,3 +262,35 @@ async def test_fix_all(client: LanguageClient):
     left = [d for d in pub.diagnostics if d.data and d.data.get("fixes")]
     assert not left, left
     close_doc(client, uri)
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_hover_on_an_arm_the_builder_does_not_build(client: LanguageClient):
+    """``if use_bias:`` on a factory default (False) is decided when the kernel
+    is built (tilelang 0.1.15's eager builder, elaborate.py): the hover on the
+    arm says it is not built and for which value, and shows no buffer hover for
+    the allocation inside it (the compiler's arena has no Bias_shared:
+    tests/fixtures/parity/README.md); on the ``if`` line, what is built."""
+    from pathlib import Path
+    text = (Path(__file__).parents[1] / "fixtures" / "parity" / "elab_dropped_alloc.py").read_text()
+    uri = uri_for("elab_dropped_alloc.py", "branch")
+    open_doc(client, uri, text)
+    await wait_published(client, uri, 1)
+    h = await hover(client, uri, pos_of(text, "Bias_shared = T.alloc_shared", offset=2))
+    assert h is not None
+    md = h.contents.value
+    assert md.startswith("**Not built**"), md
+    assert "use_bias = False" in md and "nothing is built" in md, md
+    assert "bytes" not in md, md  # not the buffer hover
+    # (occurrence 0 is in the fixture's first-line comment)
+    h = await hover(client, uri, pos_of(text, "if use_bias:", nth=1, offset=1))
+    md = h.contents.value
+    assert md.startswith("**Decided when the kernel is built**"), md
+    assert "not built: lines 19–20" in md, md
+    h = await hover(client, uri, pos_of(text, "C_local[i, j] += Bias_shared", offset=2))
+    md = h.contents.value
+    assert md.startswith("**Not built**") and "lines 27–28" in md, md
+    # A built statement keeps its own hover.
+    h = await hover(client, uri, pos_of(text, "A_shared = T.alloc_shared", offset=1))
+    assert "Not built" not in h.contents.value
+    close_doc(client, uri)
