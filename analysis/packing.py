@@ -60,6 +60,7 @@ from .model import (
 from .schedule import modulo_schedule
 from .sync_cuda import is_simt_producer, rolled_ends, ws_barriers
 from .values import Env, Program, dtype_bits, normalise_dtype
+from .workspace import added_shared
 
 DEFAULT_ALIGN = 16
 WGMMA_ALIGN = 1024
@@ -138,13 +139,28 @@ def _is_copy_into_shared(s: Stmt, shared: Set[str]) -> bool:
 
 
 def linear_units(kernel: Kernel, loops: Sequence[LoopResult], shared: Set[str],
-                 warp_specialized: bool, env: Optional[Env] = None) -> List[Set[str]]:
+                 warp_specialized: bool, env: Optional[Env] = None,
+                 extra: Optional[Dict[Tuple[int, int], Set[str]]] = None,
+                 tags: Optional[List[bool]] = None) -> List[Set[str]]:
     """The kernel's top-level statements in the compiler's linear order, each as the set
     of shared buffers it touches (statements touching none are dropped).  On the
     warp-specialized path the producer branch (the loop's TMA loads) comes first; a
-    copy that is not a TMA load stays in the consumer branch."""
+    copy that is not a TMA load stays in the consumer branch.
+
+    ``extra``: buffers a statement touches beyond its own accesses, by the
+    statement's (line, column) (the workspace a reduction lowers to).  ``tags``,
+    when given, gets one entry per unit returned: whether the unit is a
+    pipelined loop's (its prologue, steady state or epilogue)."""
     allocs = {a.name: a for a in kernel.allocs}
     units: List[Set[str]] = []
+    loop_units: Set[int] = set()  # indices in ``units`` of a pipeline's statements
+
+    def _touched(stmt: Stmt) -> Set[str]:
+        out = _buffers(stmt, writes_only=False)
+        if extra:
+            for x in walk_bodies([stmt]):
+                out |= extra.get((x.span.line, x.span.col), set())
+        return out
     body = list(kernel.body)
     ws_index = None
     ws_loop: Optional[Loop] = None
@@ -198,6 +214,7 @@ def linear_units(kernel: Kernel, loops: Sequence[LoopResult], shared: Set[str],
             units.append({b for step in sched.epilogue for row in step
                           for b in _touched(row.stmt) & shared})
             continue
+        n0 = len(units)
         for step in sched.prologue:
             for row in step:
                 units.append(_touched(row.stmt) & shared)
@@ -205,6 +222,9 @@ def linear_units(kernel: Kernel, loops: Sequence[LoopResult], shared: Set[str],
         for step in sched.epilogue:
             for row in step:
                 units.append(_touched(row.stmt) & shared)
+        loop_units.update(range(n0, len(units)))
+    if tags is not None:
+        tags.extend(i in loop_units for i, u in enumerate(units) if u)
     return [u for u in units if u]
 
 
@@ -385,6 +405,28 @@ def mbarrier_count(kernel: Kernel, env: Env, loops: Sequence[LoopResult], target
     return ws_barriers(kernel, env, loops, target, warp_specialized)[0]
 
 
+def _defer_pipeline_kills(units: Sequence[Set[str]], tags: Sequence[bool],
+                          workspaces: Set[str], last: Dict[str, int]) -> None:
+    """A reduction right after a pipelined loop (with only statements touching
+    no other shared buffer between) lowers to a loop that is a deeper scope
+    for MergeSharedMemoryAllocations, which moves the kill of the loop's
+    buffers past it: its workspace never takes their bytes (measured on
+    sm_80: a 2x2-warp GEMM's workspace sits above A_shared and B_shared,
+    with a global store between too; two reductions share one block there;
+    a reduction before the loop frees its workspace for A_shared)."""
+    for i, u in enumerate(units):
+        if not u or not u <= workspaces:
+            continue
+        j = i - 1
+        while j >= 0 and units[j] <= workspaces:
+            j -= 1
+        if j < 0 or not tags[j]:
+            continue
+        for n, end in list(last.items()):
+            if n not in workspaces and j <= end < i:
+                last[n] = i
+
+
 def pack_kernel(kernel: Kernel, env: Env, loops: Sequence[LoopResult], target: str,
                 warp_specialized: bool) -> Packing:
     """Pack the kernel's shared buffers like MergeSharedMemoryAllocations.
@@ -399,7 +441,13 @@ def pack_kernel(kernel: Kernel, env: Env, loops: Sequence[LoopResult], target: s
 
 def _pack(kernel: Kernel, env: Env, loops: Sequence[LoopResult], target: str,
           warp_specialized: bool) -> Packing:
-    allocs = [a for a in kernel.allocs if a.scope in planning.SHARED_SCOPES]
+    added = added_shared(kernel, env, target, warp_specialized)
+    extra: Dict[Tuple[int, int], Set[str]] = {}
+    for key, alloc in added:
+        extra.setdefault(key, set()).add(alloc.name)
+    workspaces = {a.name for _, a in added if a.func == "add_workspace"}
+    allocs = [a for a in kernel.allocs if a.scope in planning.SHARED_SCOPES] + \
+        [a for _, a in added]
     dyn = {a.name for a in allocs if a.scope != "shared"}
     static = {a.name for a in allocs if a.scope == "shared"}
     versions = buffer_versions(loops)
@@ -412,13 +460,16 @@ def _pack(kernel: Kernel, env: Env, loops: Sequence[LoopResult], target: str,
 
     def arena(names: Set[str]) -> Tuple[Optional[int], Dict[str, int], Dict[str, int],
                                         Dict[str, int]]:
-        units = linear_units(kernel, loops, names, warp_specialized, env)
+        tags: List[bool] = []
+        units = linear_units(kernel, loops, names, warp_specialized, env, extra, tags)
         first: Dict[str, int] = {}
         last: Dict[str, int] = {}
         for i, u in enumerate(units):
             for n in u:
                 first.setdefault(n, i)
                 last[n] = i
+        if workspaces and not warp_specialized:
+            _defer_pipeline_kills(units, tags, workspaces, last)
         ivs = [_Interval(n, first[n], last[n], size, aligns.get(n, DEFAULT_ALIGN))
                for n in names if n in first and (size := sizes.get(n)) is not None]
         if any(sizes.get(n) is None for n in names if n in first):

@@ -397,6 +397,10 @@ class _Tracer:
         self.pending: List[Acc] = []
         self.trips: Dict[int, int] = {}  # id(stmt) -> trip count of its pipelined loop
         self.last_was_sync = False
+        # (line, column) of a reduction -> the workspace it lowers to, of a scan
+        # over a fragment -> its staging buffer (workspace.py)
+        self.workspaces: Dict[Tuple[int, int], str] = {}
+        self.scans: Dict[Tuple[int, int], str] = {}
 
     # -- primitives --------------------------------------------------------
     def sync(self, section: str, li: int, note: str = "") -> None:
@@ -405,6 +409,35 @@ class _Tracer:
         self.last_was_sync = True
 
     def access(self, accs: List[Acc], ev: Event) -> None:
+        key = (ev.stmt.span.line, ev.stmt.span.col) if ev.stmt is not None else None
+        ws = self.workspaces.get(key) if key is not None and self.workspaces else None
+        scan = self.scans.get(key) if key is not None and self.scans else None
+        if scan is not None:
+            # The macro's three steps: an indexed copy into the staging buffer,
+            # the scan through pointers, an indexed copy out (measured: 2
+            # __syncthreads per scan of a fragment, as for a shared one).  The
+            # previous scan's copy out of the same bytes, same shape, is the same
+            # index per thread: no conflict for ThreadSync (measured: 4 for two).
+            same = self.layout.ranges.get(scan)
+            scans = set(self.scans.values())
+            self.pending = [p for p in self.pending if not (
+                p.buffer in scans and not p.write and not p.pointer and same is not None
+                and self.layout.ranges.get(p.buffer) == same)]
+            self._access([Acc(scan, True, False, None, False)] +
+                         [a for a in accs if not a.write], Event("stmt", ev.section, ev.loop_index))
+            self._access([Acc(scan, False, False, None, True), Acc(scan, True, False, None, True)],
+                         Event("stmt", ev.section, ev.loop_index))
+            self._access([Acc(scan, False, False, None, False)] + [a for a in accs if a.write], ev)
+            return
+        if ws is not None:
+            # The reduce lowering's loop writes and reads the workspace in every
+            # iteration: ThreadSync puts a barrier before the AllReduce, inside
+            # that loop (one call; measured on sm_80 and sm_90).
+            self.sync(ev.section, ev.loop_index, note="workspace")
+            accs = accs + [Acc(ws, True, False, None, True), Acc(ws, False, False, None, True)]
+        self._access(accs, ev)
+
+    def _access(self, accs: List[Acc], ev: Event) -> None:
         if accs and _conflict(self.pending, accs, self.layout):
             self.sync(ev.section, ev.loop_index)
         self.events.append(ev)
@@ -807,6 +840,11 @@ def trace(kernel: Kernel, env: Optional[Env], loops: Sequence[LoopResult], targe
     none of the loop's regions; it counts in the kernel's total."""
     layout = _layout_for(kernel, env, loops, pack)
     tr = _Tracer(kernel, layout)
+    if env is not None:
+        from .workspace import added_shared
+        for key, alloc in added_shared(kernel, env, target, warp_specialized):
+            (tr.workspaces if alloc.func == "add_workspace" else tr.scans)[key] = alloc.name
+            layout.dyn.add(alloc.name)
     per_loop: Dict[int, RegionSync] = {}
     loops = list(loops)
     match = LoopMatcher(loops)

@@ -369,7 +369,13 @@ def shared_facts(c: Compiler, art, merged) -> dict:
                     str(getattr(n.value.op, "name", "")) == "tirx.handle_add_byte_offset":
                 off = to_int(n.value.args[1])
                 if off is not None:
-                    res["offsets"][str(n.var.name)] = off
+                    # Two buffers may share a name (each reduction's
+                    # ``workspace``): the codegen names the next ones
+                    # ``workspace_1``, ``workspace_2``, ... in this order.
+                    name, k = str(n.var.name), 0
+                    while (name if k == 0 else f"{name}_{k}") in res["offsets"]:
+                        k += 1
+                    res["offsets"][name if k == 0 else f"{name}_{k}"] = off
             return True
 
         c.tirx.stmt_functor.pre_order_visit(f.body, visit)

@@ -136,7 +136,7 @@ def _disagrees(stem: str, target: str) -> bool:
             return True
         if kr.shared_bytes != (k.get("shared") or {}).get("bytes"):
             return True
-        if len([lr for lr in kr.loops]) != len(k["loops"]):
+        if len(kr.loops) != len(k["loops"]):
             return True
         for ours, theirs in zip(kr.loops, k["loops"], strict=False):
             if theirs["pipelined"] and [s.stmt.span.line for s in ours.statements] != \

@@ -523,7 +523,14 @@ def extract_shared(env, art, merge_mod):
                     val = node.value
                     if isinstance(val, tirx.Call) and str(getattr(val.op, "name", "")) == "tirx.handle_add_byte_offset":
                         off = as_int(val.args[1])
-                        res["offsets"][str(node.var.name)] = off if off is not None else str(val.args[1])
+                        # Two IR buffers may share a name (each reduction's
+                        # ``workspace``): the codegen names the next ones
+                        # ``workspace_1``, ``workspace_2``, ... in this order.
+                        name, n = str(node.var.name), 0
+                        while (name if n == 0 else f"{name}_{n}") in res["offsets"]:
+                            n += 1
+                        res["offsets"][name if n == 0 else f"{name}_{n}"] = \
+                            off if off is not None else str(val.args[1])
                 return True
 
             tirx.stmt_functor.pre_order_visit(f.body, visit)
@@ -636,6 +643,24 @@ def _stored_buffers(env, stmt):
     return {str(st.buffer.data.name) for st in env.preorder(stmt, env.tirx.BufferStore)}
 
 
+def _is_all_reduce(env, stmt):
+    """``stmt`` holds a reduction's lowered AllReduce (a ``tl::AllReduce<...>``
+    extern call): the kernel's own ``T.reduce_*``, whose lowered loop carries no
+    span of the user's file."""
+    found = False
+
+    def visit(node):
+        nonlocal found
+        if isinstance(node, env.tirx.Call) and node.args and \
+                isinstance(node.args[0], env.tirx.StringImm) and \
+                "AllReduce" in str(node.args[0].value):
+            found = True
+        return not found
+
+    env.tirx.stmt_functor.pre_order_visit(stmt, visit)
+    return found
+
+
 def pipeline_regions(env, funcs, loop, first, last, kernel_file, extra_lines=()):
     """(prologue statements, epilogue statements) of the pipelined loop whose emitted
     steady-state ``For`` is ``loop``.  InjectSoftwarePipeline puts the prologue right
@@ -663,6 +688,17 @@ def pipeline_regions(env, funcs, loop, first, last, kernel_file, extra_lines=())
     if parent is None:
         return None
 
+    # A reduction lowered after the loop carries no span: it is the kernel's
+    # own code, unless the loop itself reduces (its epilogue then holds
+    # AllReduce calls of its own).
+    try:
+        with open(kernel_file, encoding="utf-8") as fh:
+            src_lines = fh.read().splitlines()
+    except (OSError, TypeError):
+        src_lines = []
+    loop_reduces = not src_lines or any(
+        "reduce_" in ln for ln in src_lines[max(first - 1, 0):last])
+
     def kind(st):
         member = foreign = False
 
@@ -679,6 +715,8 @@ def pipeline_regions(env, funcs, loop, first, last, kernel_file, extra_lines=())
             return True
 
         tirx.stmt_functor.pre_order_visit(st, visit)
+        if not member and not loop_reduces and _is_all_reduce(env, st):
+            return "foreign"
         return "member" if member else ("foreign" if foreign else "neutral")
 
     seq = list(parent.seq)
