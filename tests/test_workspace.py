@@ -95,3 +95,23 @@ def test_tl201_only_because_of_the_workspace(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(packing, "added_shared", lambda *a, **k: [])
     _, a = _arena(stem, "sm_80")
     assert not [d for d in a.diagnostics if d.code == "TL201"]
+
+
+def test_no_workspace_claimed_under_a_thread_branch() -> None:
+    """A reduction under ``if tx < 128:`` runs on part of the block; tilelint
+    does not model that thread range, so it counts no workspace there (the
+    compiler gave none for tile-ai/tilelang's example_warp_specialize_flashmla
+    on sm_90, where counting four made a false TL201).  The same reduction
+    outside the branch gets one (ws_reduce_gemm_square)."""
+    from tilelint.analysis import frontend, values
+    src = (PARITY / "ws_reduce_gemm_square.py").read_text()
+    branch = src.replace("            T.reduce_max(C_local, R, dim=1)",
+                         "            tx = T.get_thread_binding()\n"
+                         "            if tx < 64:\n"
+                         "                T.reduce_max(C_local, R, dim=1)")
+    assert branch != src
+    for text, count in ((src, 1), (branch, 0)):
+        module = frontend.parse_module(text)
+        (kernel,) = module.kernels
+        env = values.instances(module, kernel)[0].env
+        assert len(workspace.reduce_workspaces(kernel, env, "sm_80", False)) == count
