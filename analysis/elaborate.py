@@ -27,7 +27,8 @@ Pure: reads the model and an :class:`~.values.Env`, never raises on bad code.
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
+import itertools
+from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from . import values
 from .frontend.macros import rename_stmt
@@ -257,9 +258,14 @@ class Elaborated:
 
 
 class _Builder:
-    def __init__(self, env: values.Env, device: FrozenSet[str]) -> None:
+    def __init__(self, env: values.Env, device: FrozenSet[str],
+                 choices: Optional[Mapping[Tuple[int, int], int]] = None) -> None:
         self.env = env
         self.device = device
+        # (line, col) of an undecided ``if`` -> the arm to build (``len(arms)``:
+        # none), for the variants of a kernel whose choice tilelint cannot make
+        # (:func:`choice_variants`).
+        self.choices = choices or {}
         self.branches: List[Branch] = []
         self.dropped: List[Span] = []
 
@@ -296,7 +302,16 @@ class _Builder:
         read: List[Tuple[str, str]] = []
         taken = len(arms)  # no arm built: every test false, no else
         python = False  # some test was decided by a Python value
+        forced = self.choices.get((st.span.line, st.span.col))
         for i, (test, body) in enumerate(arms):
+            if forced is not None:
+                python = True
+                if i == forced:
+                    taken = i
+                    kept.append((None, body))
+                    kept_arms.append(i)
+                    break
+                continue
             if test is None:
                 taken = i
                 kept.append((None, body))
@@ -472,16 +487,20 @@ def _long_text(e: Expr) -> str:
     return values.expr_text(e)
 
 
-def elaborate(kernel: Kernel, env: values.Env) -> Elaborated:
+def elaborate(kernel: Kernel, env: values.Env,
+              choices: Optional[Mapping[Tuple[int, int], int]] = None) -> Elaborated:
     """``kernel`` as the builder builds it in ``env``: every ``if`` on a
     Python value replaced by the arm it takes, every ``for`` over a Python
     iterable unrolled, the allocations of statements not built removed.  The
-    same kernel object (with no branches) when nothing is decided."""
+    same kernel object (with no branches) when nothing is decided.
+
+    ``choices`` forces undecided ``if`` statements, (line, col) -> the arm
+    built (``len(arms)``: none), as :func:`choice_variants` lists them."""
     if not ENABLED:
         return Elaborated(kernel, ())
     try:
         device = device_names(kernel)
-        b = _Builder(env, device)
+        b = _Builder(env, device, choices)
         body = b.block(kernel.body)
     except RecursionError:  # pragma: no cover - bodies are shallow
         return Elaborated(kernel, ())
@@ -513,3 +532,51 @@ def undecided_in(stmts: Sequence[Stmt], branches: Sequence[Branch]) -> Tuple[Bra
         if hit is not None and hit not in out:
             out.append(hit)
     return tuple(out)
+
+
+# At most this many variants are built for a kernel with undecided branches;
+# past it no finding that depends on them is checked (every arm stays kept).
+MAX_VARIANTS = 8
+
+Choice = Tuple[Tuple[Tuple[int, int], int], ...]  # ((line, col), arm built), ...
+
+
+def choice_variants(branches: Sequence[Branch]) -> List[Choice]:
+    """Every way the undecided ``if`` statements among ``branches`` can be
+    built: each arm, and no arm when the chain has no ``else``.  Only chains
+    whose first test is the undecided one are varied (an earlier device test
+    keeps its ``if``).  Empty when there is nothing to vary or more than
+    :data:`MAX_VARIANTS` ways."""
+    opts: List[List[Tuple[Tuple[int, int], int]]] = []
+    for b in branches:
+        if b.kind != "if" or b.decided or len(b.kept) != len(b.conditions):
+            continue
+        n = len(b.conditions)
+        arms = list(range(n)) + ([] if b.conditions[-1] == "else" else [n])
+        opts.append([((b.span.line, b.span.col), i) for i in arms])
+    if not opts:
+        return []
+    total = 1
+    for o in opts:
+        total *= len(o)
+        if total > MAX_VARIANTS:
+            return []
+    return [tuple(c) for c in itertools.product(*opts)]
+
+
+def choice_text(choice: Choice, branches: Sequence[Branch]) -> str:
+    """``line 13 `if big:` builds its `big` arm`` for each forced chain."""
+    by = {(b.span.line, b.span.col): b for b in branches}
+    parts = []
+    for key, arm in choice:
+        b = by.get(key)
+        if b is None:
+            continue
+        head = f"line {b.span.line} `if {b.conditions[0]}:`"
+        if arm >= len(b.conditions):
+            parts.append(f"{head} builds no arm")
+        elif b.conditions[arm] == "else":
+            parts.append(f"{head} builds its `else` arm")
+        else:
+            parts.append(f"{head} builds its `{b.conditions[arm]}` arm")
+    return "; ".join(parts)

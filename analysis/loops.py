@@ -9,7 +9,7 @@ imports only the data model and the evaluator's types.
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterator, Optional, Sequence, Tuple
+from typing import Iterator, Mapping, Optional, Sequence, Tuple
 
 from . import values
 from .model import Compare, Kernel, Loop, LoopResult, Name, Stmt, walk_stmts
@@ -62,7 +62,8 @@ class LoopMatcher:
         return found
 
 
-def active_view(kernel: Kernel, env: values.Env) -> Kernel:
+def active_view(kernel: Kernel, env: values.Env,
+                choices: Optional[Mapping[Tuple[int, int], int]] = None) -> Kernel:
     """``kernel`` as the compiler sees it in ``env``: every pipelined loop whose
     condition is false turned into the serial loop the compiler sees, and every
     ``if`` (without else) that the block index ranges prove true replaced by its
@@ -71,9 +72,10 @@ def active_view(kernel: Kernel, env: values.Env) -> Kernel:
     neither applies.
 
     Elaboration comes first (``elaborate.py``): the view holds only what the
-    builder builds for ``env``, every Python-valued ``if`` decided."""
+    builder builds for ``env``, every Python-valued ``if`` decided (and the
+    undecided ones in ``choices`` forced to the arm given there)."""
     from .elaborate import elaborate
-    kernel = elaborate(kernel, env).kernel
+    kernel = elaborate(kernel, env, choices).kernel
     proven = _proven_guards(kernel, env)
     if not proven and not any(lp.condition is not None and not loop_active(lp, env)
                               for lp in pipelined_loops(kernel.body)):

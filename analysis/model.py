@@ -642,6 +642,18 @@ class AscendResult:
 
 
 @dataclass(frozen=True)
+class OpenClaim:
+    """A fact of a kernel that depends on an ``if`` tilelint cannot decide:
+    its value for each way the ``if`` can be built (elaborate.choice_variants).
+    ``fact``: shared memory | warp specialization | threads; ``values``:
+    (the choice, in words; the value, in words), one per way."""
+
+    fact: str
+    decided_by: Tuple[str, ...]
+    values: Tuple[Tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
 class KernelResult:
     kernel: Kernel
     bindings: Tuple[Tuple[str, object], ...] = ()
@@ -661,6 +673,9 @@ class KernelResult:
     # The Python-valued ``if``s and ``for``s the builder decided for this
     # instance (elaborate.py): what is not built, and what stays undecided.
     branches: Tuple[Branch, ...] = ()
+    # The facts above that depend on an undecided ``if`` (shown with every arm
+    # kept), with their value for each way it can be built.
+    open_claims: Tuple[OpenClaim, ...] = ()
 
     @property
     def shared_total(self) -> Optional[int]:

@@ -35,6 +35,7 @@ from .loops import (
 from .model import (
     Alloc,
     Analysis,
+    Branch,
     CallSite,
     Diagnostic,
     Expr,
@@ -43,6 +44,7 @@ from .model import (
     Loop,
     LoopResult,
     Module,
+    OpenClaim,
     Settings,
     Span,
     Stmt,
@@ -190,10 +192,11 @@ def _schedule_unknown(loop_results: Sequence[LoopResult]) -> bool:
 
 # One instance's planned loops, warp specialization, packing, sync and loop
 # rules (:func:`instance_core`): (the active view of the kernel, loop results,
-# warp-specialized, packing, kernel sync, threads, Ascend result, diagnostics).
+# warp-specialized, packing, kernel sync, threads, Ascend result, diagnostics,
+# the facts that depend on an undecided ``if``).
 InstanceCore = Tuple[Kernel, Tuple[LoopResult, ...], bool, Optional["Packing"],
                      Optional["KernelSync"], Optional[int], Optional["AscendResult"],
-                     Tuple[Diagnostic, ...]]
+                     Tuple[Diagnostic, ...], Tuple[OpenClaim, ...]]
 # (settings, the instance's index, computes its core) -> its core.
 InstanceMemo = Callable[[Settings, int, Callable[[], InstanceCore]], InstanceCore]
 
@@ -227,7 +230,7 @@ def analyze_kernel(module: Module, kernel: Kernel, target: str, settings: Settin
         def core(env: values.Env = env) -> InstanceCore:
             return instance_core(base_kernel, env, target, source)
 
-        kernel, loops, ws, pack, ksync, threads, ascend, cdiags = \
+        kernel, loops, ws, pack, ksync, threads, ascend, cdiags, claims = \
             memo(settings, n, core) if memo is not None else core()
         loop_results = list(loops)
         kdiags = list(cdiags)
@@ -249,6 +252,7 @@ def analyze_kernel(module: Module, kernel: Kernel, target: str, settings: Settin
             ascend=ascend,
             config_label=inst.label,
             branches=kernel.branches,
+            open_claims=claims,
         ))
         for d in kdiags:
             key = (d.code, d.span.line, d.span.col, d.message)
@@ -279,12 +283,110 @@ def instance_core(base_kernel: Kernel, env: values.Env, target: str, source: Opt
                   ) -> InstanceCore:
     """One instance's planned loops, warp specialization, packing, sync and
     loop rules.  Reads the kernel, the instance's values and the source at the
-    kernel's own spans (quick fixes), never a call site's line."""
+    kernel's own spans (quick fixes), never a call site's line.
+
+    An ``if`` whose Python value is not known keeps every arm in the results
+    shown; its errors and warnings are the ones that hold however it is built
+    (:func:`_choice_diagnostics`)."""
+    core = _instance_core(base_kernel, env, target, source)
+    from .elaborate import choice_variants
+    variants = choice_variants(core[0].branches)
+    if not variants:
+        return core
+    cores = [_instance_core(base_kernel, env, target, source, dict(c)) for c in variants]
+    branches = core[0].branches
+    diags = _choice_diagnostics(core[7], variants, [c[7] for c in cores], branches)
+    return core[:7] + (diags, _open_claims(variants, cores, branches))
+
+
+def _open_claims(variants: Sequence[Tuple], cores: Sequence[InstanceCore],
+                 branches: Sequence[Branch]) -> Tuple[OpenClaim, ...]:
+    """The kernel facts that differ between the ways its undecided ``if``
+    statements can be built."""
+    from .elaborate import choice_text
+
+    def shared(c: InstanceCore) -> str:
+        total = None if c[3] is None else c[3].total_bytes
+        return "?" if total is None else f"{total} B"
+
+    facts = (("shared memory", shared),
+             ("warp specialization", lambda c: "yes" if c[2] else "no"),
+             ("threads", lambda c: "?" if c[5] is None else str(c[5])))
+    deciders = tuple(sorted({n for b in branches if not b.decided for n in b.decided_by}))
+    out = []
+    for fact, get in facts:
+        vals = tuple((choice_text(v, branches), get(c)) for v, c in zip(variants, cores,
+                                                                       strict=True))
+        if len({v for _, v in vals}) > 1:
+            out.append(OpenClaim(fact=fact, decided_by=deciders, values=vals))
+    return tuple(out)
+
+
+_FINDING = ("error", "warning")
+_KERNEL_WIDE = ("TL201", "TL203")
+
+
+def _choice_diagnostics(kept: Sequence[Diagnostic], variants: Sequence[Tuple],
+                        built: Sequence[Sequence[Diagnostic]], branches: Sequence[Branch]
+                        ) -> Tuple[Diagnostic, ...]:
+    """The diagnostics of a kernel with undecided branches: ``kept`` (every arm
+    kept), ``built[i]`` (the kernel built as ``variants[i]`` chooses).  An error
+    or warning stands when every variant has it; one that only some variants
+    have becomes a TL002 information that names the values deciding it and
+    the choices it holds for; one that none has (an artefact of keeping every
+    arm, such as an arena with both arms' buffers) is dropped."""
+    from .elaborate import choice_text
+
+    def key(d: Diagnostic) -> Tuple[str, int, int]:
+        # The kernel's one shared-memory finding sits on its largest buffer,
+        # which may be another one when an arm is built: matched by its code.
+        if d.code in _KERNEL_WIDE:
+            return (d.code, 0, 0)
+        return (d.code, d.span.line, d.span.col)
+
+    per_variant = [{key(d): d for d in ds if d.severity in _FINDING} for ds in built]
+    deciders = sorted({n for b in branches if not b.decided for n in b.decided_by})
+    names = ", ".join(f"`{n}`" for n in deciders) or "a value not known here"
+    out: List[Diagnostic] = []
+    seen: Set[Tuple[str, int, int]] = set()
+
+    def place(k: Tuple[str, int, int], d: Optional[Diagnostic]) -> None:
+        if k in seen:
+            return
+        seen.add(k)
+        hits = [i for i, pv in enumerate(per_variant) if k in pv]
+        if len(hits) == len(per_variant):
+            out.append(d if d is not None else per_variant[0][k])
+            return
+        if not hits:
+            return
+        first = per_variant[hits[0]][k]
+        when = " or ".join(f"when {choice_text(variants[i], branches)}" for i in hits)
+        out.append(_replace(
+            first, code="TL002", severity="information", fixes=(),
+            message=f"{first.code} depends on {names}, whose value is not known here: "
+                    f"it holds only {when}: {first.message}"))
+
+    for d in kept:
+        if d.severity in _FINDING:
+            place(key(d), d)
+        else:
+            out.append(d)
+    for pv in per_variant:
+        for k in pv:
+            place(k, None)
+    return tuple(out)
+
+
+def _instance_core(base_kernel: Kernel, env: values.Env, target: str, source: Optional[str],
+                   choices: Optional[Dict[Tuple[int, int], int]] = None) -> InstanceCore:
+    """:func:`instance_core` of the kernel built with the undecided ``if``
+    statements in ``choices`` forced (None: every arm kept)."""
     from . import packing, rules, sync_ascend, sync_cuda
 
     # Loops whose conditional iterator takes its serial arm here are plain
     # loops for every pass (planning, warp specialization, packing, sync).
-    kernel = active_view(base_kernel, env)
+    kernel = active_view(base_kernel, env, choices)
     allocs: Dict[str, Alloc] = {a.name: a for a in kernel.allocs}
     tinfo = targets_mod.get(target)
     planned = packing.plan_loops(kernel, env, target)
@@ -332,7 +434,7 @@ def instance_core(base_kernel: Kernel, env: values.Env, target: str, source: Opt
         ascend, adiags = sync_ascend.analyze_ascend(
             kernel, env, list(pipelined_loops(kernel.body)))
         kdiags.extend(adiags)
-    return kernel, tuple(loop_results), ws, pack, ksync, threads, ascend, tuple(kdiags)
+    return kernel, tuple(loop_results), ws, pack, ksync, threads, ascend, tuple(kdiags), ()
 
 
 def _sync_not_modelled(kernel: Kernel) -> bool:

@@ -16,6 +16,7 @@ from .model import (
     KernelResult,
     LoopResult,
     LoopSync,
+    OpenClaim,
     Span,
 )
 
@@ -164,6 +165,19 @@ def branch_text(b: Branch) -> str:
     return out
 
 
+def open_claim_text(c: OpenClaim) -> str:
+    """``shared memory (shown with every arm kept) is 98304 B when ..., 262144 B
+    when ...: it depends on `USE_BIG```."""
+    names = ", ".join(f"`{n}`" for n in c.decided_by) or "a value not known here"
+    ways = "; ".join(f"{v} when {when}" for when, v in c.values)
+    return f"{c.fact} (shown with every arm kept) depends on {names}: {ways}"
+
+
+def open_claim_json(c: OpenClaim) -> Dict[str, object]:
+    return {"fact": c.fact, "decided_by": list(c.decided_by),
+            "values": [{"when": when, "value": v} for when, v in c.values]}
+
+
 def branch_json(b: Branch) -> Dict[str, object]:
     return {
         "line": b.span.line,
@@ -199,6 +213,7 @@ def kernel_json(kr: KernelResult) -> Dict[str, object]:
         },
         "loops": [loop_json(lr, kr) for lr in kr.loops],
         "branches": [branch_json(b) for b in kr.branches],
+        "open_claims": [open_claim_json(c) for c in kr.open_claims],
         "sync": None if sync is None else {
             "syncthreads": sync.syncthreads,
             "cp_async_commit": sync.cp_async_commit,
@@ -341,6 +356,8 @@ def explain_text(analysis: Analysis) -> str:
                    f"{'  (warp-specialized)' if kr.warp_specialized else ''}")
         for br in kr.branches:
             out.append(("  elaboration: " if br.decided else "  undecided: ") + branch_text(br))
+        for claim in kr.open_claims:
+            out.append("  depends on it: " + open_claim_text(claim))
         if kr.ascend is not None:
             out.extend(ascend_text(kr.ascend))
         for lr in ([] if kr.ascend is not None else kr.loops):

@@ -951,11 +951,12 @@ def _instance_section(kr: KernelResult, target: str, open_: bool,
            f'{OPEN if open_ else ""}><summary>{summary}</summary>']
     out.append(f"<p class='note'>bindings: <code>{_e(_bindings_text(kr)) or '—'}</code></p>")
     if kr.branches:
-        from .render import branch_text
+        from .render import branch_text, open_claim_text
         warn = " class='warn'"
         out.append("<ul class='branches'>" + "".join(
             f"<li{'' if b.decided else warn}>{_e(branch_text(b))}</li>"
-            for b in kr.branches) + "</ul>")
+            for b in kr.branches) + "".join(
+            f"<li{warn}>{_e(open_claim_text(c))}</li>" for c in kr.open_claims) + "</ul>")
     if kr.ascend is not None:
         for n, lp in enumerate(kr.ascend.loops):
             tl = ascend_timeline(kr, lp, n == 0)

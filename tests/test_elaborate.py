@@ -154,3 +154,71 @@ def test_fixtures_fail_without_elaboration(stem: str, monkeypatch: pytest.Monkey
     monkeypatch.setattr(elab, "ENABLED", False)
     assert any(_disagrees(stem, t) for t in ("sm_80", "sm_90")), \
         f"{stem}: the model agrees with the compiler without elaboration"
+
+
+# Fixtures whose finding rests on an `if` tilelint cannot decide (USE_BIG,
+# read from the environment).  Lowered with tilelang 0.1.15 on sm_80, budget
+# 166912 B, with GEMM_USE_BIG=0 and =1 (test_undecided_findings_match_compiler):
+#   unknown_tl201_one_arm:   arena 98304 B without the arm, 262144 B with it:
+#                            TL201 only when the arm is built -> TL002 naming USE_BIG.
+#   unknown_tl201_every_arm: arena 196608 B either way -> TL201 stands.
+UNDECIDED = {
+    "unknown_tl201_one_arm": ({"without": 98304, "with": 262144}, []),
+    "unknown_tl201_every_arm": ({"without": 196608, "with": 196608}, ["TL201"]),
+}
+
+
+@pytest.mark.parametrize("stem", sorted(UNDECIDED))
+def test_no_finding_on_a_guess(stem: str) -> None:
+    path = UNIT / f"{stem}.py"
+    a = analyze(path.read_text(), str(path), Settings(target="sm_80"))
+    findings = [d.code for d in a.diagnostics if d.severity in ("error", "warning")]
+    assert findings == UNDECIDED[stem][1]
+    conditional = [d for d in a.diagnostics if d.code == "TL002" and "TL201" in d.message]
+    if findings:
+        assert not conditional
+    else:
+        (d,) = conditional
+        assert d.severity == "information"
+        assert "`USE_BIG`" in d.message and "builds its `USE_BIG` arm" in d.message
+        assert d.span.line == 28  # D_shared, the buffer the arm adds
+    # The arena is a claim only where every way agrees; else explain gives both.
+    from tilelint.analysis.render import explain_json
+    (kj,) = explain_json(a)["kernels"]
+    claims = {c["fact"]: {v["when"].split(" builds ")[1]: v["value"] for v in c["values"]}
+              for c in kj["open_claims"]}
+    arenas = UNDECIDED[stem][0]
+    if arenas["with"] == arenas["without"]:
+        assert "shared memory" not in claims
+    else:
+        assert claims["shared memory"] == {"no arm": f"{arenas['without']} B",
+                                           "its `USE_BIG` arm": f"{arenas['with']} B"}
+
+
+def test_undecided_if_without_variants_keeps_every_arm(monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    """The must-fail side: with no variants built, the arena of every arm kept
+    gives the TL201 the compiler gives only for one choice."""
+    monkeypatch.setattr(elab, "MAX_VARIANTS", 0)
+    path = UNIT / "unknown_tl201_one_arm.py"
+    a = analyze(path.read_text(), str(path), Settings(target="sm_80"))
+    assert [d.code for d in a.diagnostics if d.severity == "error"] == ["TL201"]
+
+
+@pytest.mark.parity
+@pytest.mark.parametrize("stem", sorted(UNDECIDED))
+def test_undecided_findings_match_compiler(stem: str) -> None:
+    """The arenas written in UNDECIDED are the compiler's, for each choice."""
+    import json
+    import os
+    import subprocess
+    import sys
+    require_tilelang()
+    oracle = Path(__file__).parent / "oracle" / "lower.py"
+    for choice, flag in (("without", "0"), ("with", "1")):
+        proc = subprocess.run([sys.executable, str(oracle), "--target", "sm_80",
+                               str(UNIT / f"{stem}.py")], capture_output=True, text=True,
+                              timeout=600, env={**os.environ, "GEMM_USE_BIG": flag})
+        (facts,) = json.loads(proc.stdout)
+        (k,) = facts["kernels"].values()
+        assert k["shared"]["bytes"] == UNDECIDED[stem][0][choice], (stem, choice)

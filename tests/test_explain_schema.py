@@ -44,6 +44,10 @@ def test_schema_document_lists_the_kernel_and_branch_fields_explain_prints():
     doc = explain_json(analyze(path.read_text(), str(path), Settings(target="sm_80")))
     branch = doc["kernels"][0]["branches"][0]
     assert _table_fields("branch (`kernels[].branches[]`)") == list(branch)
+    path = ROOT / "tests" / "fixtures" / "elaborate" / "unknown_tl201_one_arm.py"
+    doc = explain_json(analyze(path.read_text(), str(path), Settings(target="sm_80")))
+    claim = doc["kernels"][0]["open_claims"][0]
+    assert _table_fields("open claim (`kernels[].open_claims[]`)") == list(claim)
 
 
 def test_schema_document_lists_the_loop_fields_explain_prints():

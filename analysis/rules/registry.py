@@ -200,7 +200,15 @@ RULES: Tuple[Rule, ...] = (
     Rule("TL002", "unresolved-value", "information",
          "A size or schedule value cannot be determined statically.",
          what="A value the analyses need (num_stages, a tile size, a dtype) depends on "
-              "something tilelint cannot see, such as a runtime argument.",
+              "something tilelint cannot see, such as a runtime argument. When a Python "
+              "`if` in the kernel tests such a value, tilelint builds the kernel each way "
+              "the `if` can go (each arm, and no arm without `else`; up to 8 ways per "
+              "kernel): an error or warning that holds every way is reported as itself, "
+              "one that holds only some ways becomes a TL002 at its place that names the "
+              "deciding value and the ways it holds for (`TL201 depends on `USE_BIG`, "
+              "whose value is not known here: it holds only when line 27 `if USE_BIG:` "
+              "builds its `USE_BIG` arm: ...`). `tilelint explain` lists the facts that "
+              "differ under `depends on it:` (JSON: `kernels[].open_claims`).",
          why="Shared-memory size, stage assignment and buffer versions all depend on "
              "these values; without them the results for this kernel are partial.",
          bad_example=_TL002_BAD,
