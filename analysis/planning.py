@@ -288,7 +288,7 @@ def _is_raw_load(value: Optional[Expr]) -> bool:
     return isinstance(value, Subscript) and isinstance(value.value, (Name, Attr))
 
 
-def _store_is_pure_copy(stmt: Stmt, allocs: Dict[str, Alloc]) -> bool:
+def store_is_pure_copy(stmt: Stmt, allocs: Dict[str, Alloc]) -> bool:
     """``dst[...] = src[...]`` (optionally cast) with src global, dst shared/local."""
     if not stmt.writes:
         return False
@@ -331,7 +331,7 @@ def _pure_copy(stmt: Stmt, allocs: Dict[str, Alloc]) -> bool:
                 return False
         elif s.kind == "store":
             saw_copy = True
-            if not _store_is_pure_copy(s, allocs):
+            if not store_is_pure_copy(s, allocs):
                 return False
     return saw_copy
 
@@ -634,7 +634,18 @@ def _names_in(expr: object, out: Set[str]) -> None:
         _names_in(v, out)
 
 
+def _local_defs(stmt: Stmt) -> Set[str]:
+    """Names bound inside ``stmt`` (a Bind in a T.Parallel body, an ``if`` arm):
+    each is its own variable in the IR, seen only there."""
+    return {s.target for s in walk_stmt(stmt)
+            if s is not stmt and s.kind == "bind" and s.target}
+
+
 def _scalar_uses(stmt: Stmt) -> frozenset:
+    """The scalar variables ``stmt`` reads that another statement may define: the
+    names it binds itself are its own variables, not another statement's (two
+    T.Parallel bodies that each bind ``idx`` hold two variables; PipelinePlanning
+    matches VarNodes, not names)."""
     names: set = set()
     for s in walk_stmt(stmt):
         if s.value is not None:
@@ -642,11 +653,13 @@ def _scalar_uses(stmt: Stmt) -> frozenset:
         for a in s.reads + s.writes:
             for ix in a.indices or ():
                 _names_in(ix, names)
-    return frozenset(names)
+    return frozenset(names - _local_defs(stmt))
 
 
 def _scalar_defs(stmt: Stmt) -> Tuple[str, ...]:
-    return tuple(s.target for s in walk_stmt(stmt) if s.kind == "bind" and s.target)
+    """The variable a statement defines for the statements after it: only a Bind
+    of the loop body itself; one nested in a statement is scoped to it."""
+    return (stmt.target,) if stmt.kind == "bind" and stmt.target else ()
 
 
 def _make_infos(stmts: Sequence[Stmt], env: Optional[Env], allocs: Dict[str, Alloc]

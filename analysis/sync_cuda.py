@@ -38,7 +38,7 @@ docs/compiler-notes.md lists the measured behaviours behind these rules.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Dict, List, NamedTuple, Optional, Protocol, Sequence, Set, Tuple
+from typing import Callable, Dict, List, NamedTuple, Optional, Protocol, Sequence, Set, Tuple
 
 from . import targets as targets_mod
 from .loops import LoopMatcher, loop_result
@@ -52,6 +52,7 @@ from .model import (
     LoopSync,
     Name,
     Stmt,
+    Subscript,
     walk_bodies,
 )
 from .schedule import BODY, EPILOGUE, PROLOGUE, Row, Schedule, modulo_schedule
@@ -94,6 +95,25 @@ def _rw(stmt: Stmt, shared: Set[str]) -> Tuple[Set[str], Set[str]]:
     return reads, writes
 
 
+def _writes_shared_after_pipeline(body: Sequence[Stmt], pipeline: Callable[[Stmt], bool],
+                                  shared: Set[str]) -> bool:
+    """Whether the body of a loop around a warp-specialized pipeline writes shared
+    memory after the pipeline (an epilogue through a shared tile, which runs in the
+    consumer branch).  ThreadSync then puts the loop-carried barrier there, as a
+    barrier over the consumer threads, instead of a ``__syncthreads()`` at the top of
+    the outer loop.  Measured with tilelang 0.1.15 on sm_90: an outer serial loop
+    around a pipeline has 2 ``__syncthreads`` (nested_outer_plain), 1 and 2 partial
+    barriers when its body then copies the accumulator through a shared tile
+    (elab_persistent_primitive, whose outer loop is a T.Persistent)."""
+    items = list(walk_bodies(body))
+    for i, x in enumerate(items):
+        if pipeline(x):
+            inner = {id(y) for y in walk_bodies([x])}
+            return any(a.buffer in shared for y in items[i + 1:] if id(y) not in inner
+                       for a in y.writes)
+    return False
+
+
 def is_async_copy(stmt: Stmt, kernel: Kernel) -> bool:
     """A copy from global memory (a kernel parameter) into shared memory, possibly under
     an ``if`` (a producer for warp specialization; not a cp.async otherwise:
@@ -115,7 +135,29 @@ def is_cp_async_copy(stmt: Stmt, kernel: Kernel) -> bool:
     synchronous copy (measured on sm_80: ``if bx < 3:``, ``if k < 20:``,
     ``if Flag[0] > 0:`` around the B copy leave only A's cp.async; around both
     copies none, and no commit)."""
-    return stmt.kind != "if" and is_async_copy(stmt, kernel)
+    return stmt.kind != "if" and (is_async_copy(stmt, kernel) or
+                                  is_parallel_copy(stmt, kernel))
+
+
+def is_parallel_copy(stmt: Stmt, kernel: Kernel) -> bool:
+    """A ``T.Parallel`` whose every store copies a global element into shared memory
+    (``K_shared[j, d] = K[idx, d]``, a gather by index included): PipelinePlanning
+    calls it a pure copy stage and the pipeline issues it as cp.async (measured on
+    sm_80 and sm_90: plan_gather_mask, 2 commits, wait_group 1 and 0).  Only an
+    uncast element is moved by cp.async."""
+    if stmt.kind != "parallel" or stmt.loop is None:
+        return False
+    from .planning import store_is_pure_copy
+    allocs = {a.name: a for a in kernel.allocs}
+    shared = _shared_names(kernel)
+    stores = [x for x in walk_bodies([stmt]) if x.kind == "store"]
+    others = [x for x in walk_bodies([stmt])
+              if x is not stmt and x.kind not in ("store", "bind")]
+    # A cast (``T.cast(A[i], dt)``) is a pure copy stage too, but cp.async moves
+    # bytes and cannot convert: it is a plain store (long_store_rhs: 5 syncs).
+    return bool(stores) and not others and all(
+        x.writes and x.writes[0].buffer in shared and isinstance(x.value, Subscript)
+        and store_is_pure_copy(x, allocs) for x in stores)
 
 
 def _asks_cp_async(stmt: Stmt) -> bool:
@@ -364,7 +406,8 @@ def _accs(stmt: Stmt, shared: Set[str], is_async: bool, vkey: VersionKey,
     for x in _leaves(stmt):
         r = {a.buffer for a in x.reads if a.buffer in shared}
         w = {a.buffer for a in x.writes if a.buffer in shared}
-        ptr = x.kind == "gemm" or (kernel is not None and is_async and is_async_copy(x, kernel))
+        ptr = x.kind == "gemm" or (kernel is not None and is_async and (
+            is_async_copy(x, kernel) or x.kind == "store"))
         out += [Acc(b, False, False, vkey, ptr) for b in sorted(r)]
         out += [Acc(b, True, is_async, vkey, ptr) for b in sorted(w)]
         seen_r |= r
@@ -934,16 +977,18 @@ def _kernel_sync(kernel: Kernel, env: Env, loops: Sequence[LoopResult], target: 
                 # an inlined macro (or a guard) around the loop: what it writes
                 # inside the loop is not "before the loop"
                 break
-            if _rw(s, shared)[1]:
-                extra = 1
             if s.loop is not None and any(pipeline(x) for x in walk_bodies(s.loop.body)):
+                # an outer loop around the pipeline: decided below
+                break
+            if _rw(s, shared)[1]:
                 extra = 1
         for s in kernel.body:
             # A pipeline inside another loop (serial, or a T.Pipelined without
             # num_stages, which the compiler sees as a plain loop): a barrier at
             # the top of the outer loop (measured: nested_outer_plain).
             if s.loop is not None and not pipeline(s) and any(
-                    pipeline(x) for x in walk_bodies(s.loop.body)):
+                    pipeline(x) for x in walk_bodies(s.loop.body)) and \
+                    not _writes_shared_after_pipeline(s.loop.body, pipeline, shared):
                 extra = 1
         # Another pipelined loop of the kernel keeps the cp.async pipeline; it runs in
         # the consumer branch, where ThreadSync's barriers are named barriers over the

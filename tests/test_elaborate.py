@@ -31,6 +31,9 @@ EXPECTED = {
     "elab_is_none": [("if", 20, 0, [24], (), None)],
     # dtype="float16" is in the tuple -> arm 0; the W_shared arm dropped.
     "elab_in": [("if", 19, 0, [23], (), None)],
+    # use_persistent_primitive=True: arm 0 (the T.Persistent loop); the else arm
+    # (line 34, a second pipelined loop under a device `if`) dropped.
+    "elab_persistent_primitive": [("if", 24, 0, [34], (), None)],
     # use_bias=False, no else: no arm built (taken == number of arms, 1), both ifs.
     "elab_dropped_alloc": [("if", 18, 1, [19], (), None), ("if", 26, 1, [27], (), None)],
     # [2, 2]: the body (one pipelined loop) built twice.
@@ -154,6 +157,24 @@ def test_fixtures_fail_without_elaboration(stem: str, monkeypatch: pytest.Monkey
     monkeypatch.setattr(elab, "ENABLED", False)
     assert any(_disagrees(stem, t) for t in ("sm_80", "sm_90")), \
         f"{stem}: the model agrees with the compiler without elaboration"
+
+
+# The shape of tile-ai/tilelang examples/gemm/example_gemm_persistent.py at its
+# own sizes (4096^3, 128x256x64 tiles, 3 stages): tilelang 0.1.15 gives a
+# 212992 B arena on sm_80 and sm_90 (C_shared lives across the persistent
+# loop, so it takes its own space; lowered with tests/oracle/lower.py).  That
+# passes sm_80's 166912 B and fits sm_90's 232448 B: TL201 on sm_80 only.  The
+# else arm is never built; kept, its second loop would add nothing to the
+# arena but would be a second pipelined loop (the failing side of
+# test_fixtures_fail_without_elaboration).
+@pytest.mark.parametrize(("target", "codes"), [("sm_80", ["TL201"]), ("sm_90", [])])
+def test_persistent_primitive_arena(target: str, codes: list[str]) -> None:
+    path = PARITY / "elab_persistent_primitive.py"
+    a = analyze(path.read_text(), str(path), Settings(target=target))
+    (kr,) = a.kernels
+    assert kr.shared_bytes == 212992
+    assert len(kr.loops) == 1
+    assert [d.code for d in a.diagnostics if d.severity in ("error", "warning")] == codes
 
 
 # Fixtures whose finding rests on an `if` tilelint cannot decide (USE_BIG,
