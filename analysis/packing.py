@@ -141,7 +141,8 @@ def _is_copy_into_shared(s: Stmt, shared: Set[str]) -> bool:
 def linear_units(kernel: Kernel, loops: Sequence[LoopResult], shared: Set[str],
                  warp_specialized: bool, env: Optional[Env] = None,
                  extra: Optional[Dict[Tuple[int, int], Set[str]]] = None,
-                 tags: Optional[List[bool]] = None) -> List[Set[str]]:
+                 tags: Optional[List[bool]] = None,
+                 copies: Optional[Dict[Tuple[int, int], List[str]]] = None) -> List[Set[str]]:
     """The kernel's top-level statements in the compiler's linear order, each as the set
     of shared buffers it touches (statements touching none are dropped).  On the
     warp-specialized path the producer branch (the loop's TMA loads) comes first; a
@@ -150,16 +151,28 @@ def linear_units(kernel: Kernel, loops: Sequence[LoopResult], shared: Set[str],
     ``extra``: buffers a statement touches beyond its own accesses, by the
     statement's (line, column) (the workspace a reduction lowers to).  ``tags``,
     when given, gets one entry per unit returned: whether the unit is a
-    pipelined loop's (its prologue, steady state or epilogue)."""
+    pipelined loop's (its prologue, steady state or epilogue).
+
+    ``copies``: for a statement the software pipeline emits more than once (a
+    reduction in its prologue steps, steady state and epilogue steps), the name
+    of the added buffer each emission uses, in that order (:func:`pipeline_copies`)."""
     allocs = {a.name: a for a in kernel.allocs}
     units: List[Set[str]] = []
     loop_units: Set[int] = set()  # indices in ``units`` of a pipeline's statements
+    emitted: Dict[Tuple[int, int], int] = {}
 
     def _touched(stmt: Stmt) -> Set[str]:
         out = _buffers(stmt, writes_only=False)
         if extra:
             for x in walk_bodies([stmt]):
-                out |= extra.get((x.span.line, x.span.col), set())
+                key = (x.span.line, x.span.col)
+                names = copies.get(key) if copies else None
+                if names:
+                    i = emitted.get(key, 0)
+                    emitted[key] = i + 1
+                    out.add(names[min(i, len(names) - 1)])
+                else:
+                    out |= extra.get(key, set())
         return out
     body = list(kernel.body)
     ws_index = None
@@ -427,6 +440,57 @@ def _defer_pipeline_kills(units: Sequence[Set[str]], tags: Sequence[bool],
                 last[n] = i
 
 
+def pipeline_copies(kernel: Kernel, env: Env, loops: Sequence[LoopResult], target: str,
+                    warp_specialized: bool
+                    ) -> Tuple[List[Tuple[Tuple[int, int], Alloc]],
+                               Dict[Tuple[int, int], List[str]]]:
+    """The buffers the compiler adds (``workspace.added_shared``), with one
+    ``workspace`` per emission of a reduction inside a software-pipelined loop.
+
+    InjectSoftwarePipeline runs before the reduce is lowered, so a reduction at
+    stage s of a loop whose last stage is m is emitted in ``m - s`` prologue
+    steps, once in the steady state and in ``s`` epilogue steps, and each
+    emission asks ``add_workspace`` for its own buffer (measured on sm_80: a row
+    max at stage 2 of a num_stages=2 loop gives 3 workspaces, at stage 3 of
+    num_stages=3 4; with a row sum after it 6, the two of the steady state at
+    two offsets, each epilogue one alone at the lower).  The codegen numbers
+    them in no fixed order (three lowerings of one kernel gave three), so only
+    their offsets can be compared, not their names.  Returns the buffers,
+    renumbered ``workspace``, ``workspace_1``, ... in emission order, and for each
+    reduction emitted more than once the names of its emissions in IR order."""
+    added = added_shared(kernel, env, target, warp_specialized)
+    if warp_specialized or not any(a.func == "add_workspace" for _, a in added):
+        return added, {}
+    emissions: Dict[Tuple[int, int], int] = {}
+    match = LoopMatcher(loops)
+    for s in walk_bodies(kernel.body):
+        lr = match(s.loop) if s.loop is not None and _is_pipelined_stmt(s) else None
+        sched = modulo_schedule(lr) if lr is not None and lr.pipelined else None
+        if sched is None or lr is None or lr.warp_specialized or \
+                (sched.max_stage >= 2 and rolled_ends(kernel, lr, env)):
+            continue
+        for row in sched.rows():
+            for x in walk_bodies([row.stmt]):
+                key = (x.span.line, x.span.col)
+                emissions[key] = emissions.get(key, 0) + 1
+    out: List[Tuple[Tuple[int, int], Alloc]] = []
+    copies: Dict[Tuple[int, int], List[str]] = {}
+    n = 0
+    for key, alloc in added:
+        if alloc.func != "add_workspace":
+            out.append((key, alloc))
+            continue
+        names = []
+        for _ in range(max(1, emissions.get(key, 1))):
+            name = "workspace" if n == 0 else f"workspace_{n}"
+            n += 1
+            names.append(name)
+            out.append((key, dataclasses.replace(alloc, name=name)))
+        if len(names) > 1:
+            copies[key] = names
+    return out, copies
+
+
 def pack_kernel(kernel: Kernel, env: Env, loops: Sequence[LoopResult], target: str,
                 warp_specialized: bool) -> Packing:
     """Pack the kernel's shared buffers like MergeSharedMemoryAllocations.
@@ -441,7 +505,7 @@ def pack_kernel(kernel: Kernel, env: Env, loops: Sequence[LoopResult], target: s
 
 def _pack(kernel: Kernel, env: Env, loops: Sequence[LoopResult], target: str,
           warp_specialized: bool) -> Packing:
-    added = added_shared(kernel, env, target, warp_specialized)
+    added, copies = pipeline_copies(kernel, env, loops, target, warp_specialized)
     extra: Dict[Tuple[int, int], Set[str]] = {}
     for key, alloc in added:
         extra.setdefault(key, set()).add(alloc.name)
@@ -461,7 +525,7 @@ def _pack(kernel: Kernel, env: Env, loops: Sequence[LoopResult], target: str,
     def arena(names: Set[str]) -> Tuple[Optional[int], Dict[str, int], Dict[str, int],
                                         Dict[str, int]]:
         tags: List[bool] = []
-        units = linear_units(kernel, loops, names, warp_specialized, env, extra, tags)
+        units = linear_units(kernel, loops, names, warp_specialized, env, extra, tags, copies)
         first: Dict[str, int] = {}
         last: Dict[str, int] = {}
         for i, u in enumerate(units):

@@ -16,7 +16,8 @@ Pure: reads the model and an :class:`~.values.Env`, never raises on bad code.
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Set, Tuple
+import re
+from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from . import targets as targets_mod
 from .elaborate import names_in
@@ -244,3 +245,32 @@ def added_shared(kernel: Kernel, env: Env, target: str, warp_specialized: bool
     staging buffers), each with the (line, column) of the statement using it."""
     return reduce_workspaces(kernel, env, target, warp_specialized) + \
         scan_buffers(kernel, env, target)
+
+
+_ADDED_NAME = re.compile(r"^(workspace|scan_smem)(?:_\d+)?$")
+
+
+def added_group(name: str) -> Optional[str]:
+    """``workspace`` for ``workspace``, ``workspace_3``, ...; ``scan_smem`` for
+    the scan buffers; None for a buffer the source names."""
+    m = _ADDED_NAME.match(name)
+    return m.group(1) if m else None
+
+
+def comparable_offsets(offsets: Mapping[str, Optional[int]]) -> Dict[str, object]:
+    """Arena offsets in the form two models of one kernel can be compared in:
+    a buffer the source names by its name; the buffers the compiler adds as
+    the sorted offsets of each kind (``workspace``: [...]), because the codegen
+    numbers the emissions of one reduction in no fixed order (see
+    ``packing.pipeline_copies``)."""
+    out: Dict[str, object] = {}
+    groups: Dict[str, List[int]] = {}
+    for name, off in offsets.items():
+        base = added_group(name)
+        if base is None:
+            out[name] = off
+        else:
+            groups.setdefault(base, []).append(-1 if off is None else off)
+    for base, offs in groups.items():
+        out[f"{base}*"] = sorted(offs)
+    return out

@@ -44,6 +44,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from tilelint.analysis import Settings, analyze
 from tilelint.analysis.model import Analysis, Diagnostic, KernelResult, Related, Span
+from tilelint.analysis.workspace import added_group, comparable_offsets
 
 from . import sources
 from .config import ConfigError, parse_binding
@@ -339,6 +340,12 @@ def first_instances(analysis: Analysis) -> List[KernelResult]:
 # --------------------------------------------------------------------------
 
 
+def _added_span(kr: KernelResult, base: str) -> Span:
+    """The first statement that adds a ``base`` buffer (a reduction, a scan)."""
+    spans = [b.span for b in kr.buffers if added_group(b.name) == base and b.span is not None]
+    return min(spans, key=lambda sp: (sp.line, sp.col)) if spans else _name_span(kr)
+
+
 def _name_span(kr: KernelResult) -> Span:
     return kr.kernel.name_span
 
@@ -569,12 +576,22 @@ def _compare_memory(kr: KernelResult, k: dict, chk: KernelCheck, diags: List[Dia
         if kr.shared_bytes != shared["bytes"]:
             _mismatch(chk, diags, kr, _name_span(kr), "dynamic shared memory (arena bytes)",
                       kr.shared_bytes, shared["bytes"])
-    ours_off = {b.name: b.offset for b in kr.buffers if b.scope == "shared.dyn"}
-    for buf, off in (shared.get("offsets") or {}).items():
+    # The buffers the compiler adds are compared as the offsets of each kind:
+    # the codegen numbers a reduction's pipeline emissions in no fixed order.
+    ours_off = comparable_offsets({b.name: b.offset for b in kr.buffers
+                                   if b.scope == "shared.dyn"})
+    theirs_off = comparable_offsets(shared.get("offsets") or {})
+    for buf, off in theirs_off.items():
         chk.compared.append(f"offset {buf}")
         if ours_off.get(buf) != off:
-            _mismatch(chk, diags, kr, spans.get(buf, _name_span(kr)), f"arena offset of `{buf}`",
-                      ours_off.get(buf), off)
+            if buf.endswith("*"):
+                base = buf[:-1]
+                _mismatch(chk, diags, kr, _added_span(kr, base),
+                          f"arena offsets of the `{base}` buffers the compiler adds",
+                          ours_off.get(buf, []), off)
+            else:
+                _mismatch(chk, diags, kr, spans.get(buf, _name_span(kr)),
+                          f"arena offset of `{buf}`", ours_off.get(buf), off)
     if k.get("threads") is not None:
         chk.compared.append("threads")
         if kr.threads != k["threads"]:

@@ -661,7 +661,29 @@ def _is_all_reduce(env, stmt):
     return found
 
 
-def pipeline_regions(env, funcs, loop, first, last, kernel_file, extra_lines=()):
+def _epilogue_reduces(entry, kernel_file):
+    """The emissions of a loop's reductions in its epilogue: a statement at
+    stage s is emitted in s epilogue steps."""
+    if not kernel_file:
+        return 0
+    try:
+        with open(kernel_file, encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except (OSError, TypeError):
+        return 0
+    n = 0
+    for st in entry.get("statements") or ():
+        ln, fn = st.get("line"), st.get("file") or ""
+        # T.reduce_* is a macro: its statement's span is in reduce_op.py
+        if os.path.basename(fn) == "reduce_op.py" or (
+                isinstance(ln, int) and 0 < ln <= len(lines) and "reduce_" in lines[ln - 1]
+                and (not fn or os.path.abspath(fn) == os.path.abspath(kernel_file))):
+            n += int(st.get("stage") or 0)
+    return n
+
+
+def pipeline_regions(env, funcs, loop, first, last, kernel_file, extra_lines=(),
+                     epilogue_reduces=0):
     """(prologue statements, epilogue statements) of the pipelined loop whose emitted
     steady-state ``For`` is ``loop``.  InjectSoftwarePipeline puts the prologue right
     before that loop and the epilogue right after it, in the same sequence.  A sibling
@@ -672,7 +694,10 @@ def pipeline_regions(env, funcs, loop, first, last, kernel_file, extra_lines=())
     file is the kernel's own code and ends the region; a sibling without such spans
     (a sync call, a gemm expanded from the library) is kept inside the region, but sync
     calls at its outer edges are not the pipeline's (ThreadSync puts them there for
-    the code around it).  Returns None when the loop is not found in a sequence."""
+    the code around it).  ``epilogue_reduces``: how many emissions of the loop's own
+    reductions its epilogue holds (the stage of each); their lowered loops carry
+    spans outside the loop, so the first that many AllReduce statements after the
+    loop are the epilogue's.  Returns None when the loop is not found in a sequence."""
     tirx = env.tirx
     parent = idx = None
     for f in funcs:
@@ -735,7 +760,12 @@ def pipeline_regions(env, funcs, loop, first, last, kernel_file, extra_lines=())
             _stored_buffers(env, before[0]) & filled):
         before.pop(0)
     after = []
+    budget = epilogue_reduces
     for st in seq[idx + 1:]:
+        if budget > 0 and _is_all_reduce(env, st):
+            budget -= 1
+            after.append(st)
+            continue
         if kind(st) == "foreign":
             break
         after.append(st)
@@ -816,7 +846,8 @@ def extract_sync(env, art, loops, kernel_file):
         ir_count = storage_syncs_in(env, all_fors[best].body)
         regions = None if line_count.get(entry["line"], 0) > 1 else pipeline_regions(env, [f for _, f in dev], all_fors[best], entry["line"],
                                    entry.get("end_line") or entry["line"], kernel_file,
-                                   {st.get("line") for st in entry.get("statements") or ()})
+                                   {st.get("line") for st in entry.get("statements") or ()},
+                                   _epilogue_reduces(entry, kernel_file))
         if regions is None:
             res["regions"].append(None)
         else:
