@@ -293,7 +293,11 @@ class Program:
         self._ctx_cache[key] = [(self.env(), "")]  # guards recursion
         out: List[Tuple[Env, str]] = []
         try:
-            if call.enclosing is None:
+            batch = self._batch_contexts(call, chain)
+            if batch is not None:
+                self._ctx_cache.update(batch)
+                out = batch[key]
+            elif call.enclosing is None:
                 snaps: List[Dict[str, object]] = []
                 self.steps = 0
                 try:
@@ -325,6 +329,73 @@ class Program:
             out = out or [(self.env(), "")]
         self._ctx_cache[key] = out
         return out
+
+    def _batch_contexts(self, call: CallSite, chain: int
+                        ) -> Optional[Dict[Tuple[int, int], List[Tuple[Env, str]]]]:
+        """The contexts of every call site that sits, like ``call``, in a simple
+        statement (assign, bare call, return) directly in the body of the same
+        function (or of the module), from one run of that body: a ``main()``
+        that builds 400 kernels is run once, not once per kernel.  For such a
+        line the single-line run (:meth:`contexts_at`) forces no branch and
+        snapshots once, just before the statement, so the result is the same.
+        None when ``call`` is not in such a statement."""
+        if call.enclosing is None:
+            body: Sequence[FuncStmt] = self.module.toplevel
+            fdef = None
+        else:
+            fdef = self.defs.get(call.enclosing)
+            if fdef is None:
+                return None
+            body = fdef.body
+
+        def simple_at(line: int) -> Optional[FuncStmt]:
+            for st in body:
+                if st.line <= line <= st.end_line:
+                    return st if st.kind in ("assign", "expr", "return") else None
+            return None
+
+        if simple_at(call.span.line) is None:
+            return None
+        sites = [c for c in self.module.call_sites
+                 if c.enclosing == call.enclosing and (id(c), chain) not in self._ctx_cache
+                 and simple_at(c.span.line) is not None]
+        if call not in sites:
+            sites.append(call)
+        if len(sites) < 2:
+            return None
+        lines = {c.span.line for c in sites}
+        if fdef is None:
+            runs: List[Tuple[Dict[str, object], str]] = [({}, "")]
+        else:
+            runs = list(self.param_contexts(fdef, chain + 1))
+        per_line: Dict[int, List[Tuple[Env, str]]] = {ln: [] for ln in lines}
+        for binding, label in runs:
+            seen: Dict[int, Dict[str, object]] = {}
+            scope = dict(binding)
+            self.steps = 0
+            try:
+                for st in body:
+                    if self.steps + 1 > MAX_STEPS:
+                        raise _Budget()
+                    for ln in lines:
+                        if st.line <= ln <= st.end_line and ln not in seen:
+                            seen[ln] = dict(scope)
+                    if st.kind == "return":
+                        break
+                    # stop line -1 lies in no statement: a return inside a branch ends
+                    # that branch only, as in the single-line run before its line
+                    self._exec((st,), scope, 0, -1, [])
+            except (_Budget, _Return):
+                pass
+            for ln in lines:
+                snap = seen.get(ln)
+                if fdef is None:
+                    if not per_line[ln]:
+                        per_line[ln].append((self._frame_env(snap or {}), ""))
+                elif len(per_line[ln]) < _MAX_CONTEXTS:
+                    per_line[ln].append((self._frame_env(snap if snap is not None
+                                                         else dict(binding)), label))
+        return {(id(c), chain): list(per_line[c.span.line]) for c in sites}
 
     def _frame_env(self, scope: Mapping[str, object]) -> Env:
         # A function's locals shadow module constants of the same name.
