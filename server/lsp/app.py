@@ -48,6 +48,39 @@ class TilelintProtocol(LanguageServerProtocol):
             yield handler, (params,), None
 
 
+    def handle_message(self, message):
+        """After ``shutdown`` every request but ``exit`` gets an InvalidRequest
+        error, as LSP says (pygls drops it, and the client waits forever)."""
+        if self._shutdown and getattr(message, "method", None) not in (None, lsp.EXIT) \
+                and getattr(message, "id", None) is not None:
+            from pygls.exceptions import JsonRpcInvalidRequest
+            log.warning("%s after shutdown: refused", message.method)
+            self._send_response(message.id, error=JsonRpcInvalidRequest(
+                "the server is shut down: only `exit` is accepted").to_response_error())
+            return
+        return super().handle_message(message)
+
+    def _handle_notification(self, method_name: str, params: Any):
+        """pygls (2.1) files the future of every generator-handled notification
+        (didOpen, didChange, didClose go through the generators above) in
+        ``_request_futures`` under a fresh uuid and never takes it out: a day of
+        typing kept millions.  A notification gets no response, so its future
+        is dropped as soon as it is done."""
+        futures = self._request_futures
+        before = set(futures)
+        super()._handle_notification(method_name, params)
+        def drop(key: Any) -> Callable[[Any], None]:
+            def done(_fut: Any) -> None:
+                futures.pop(key, None)
+            return done
+
+        for key in [k for k in futures if k not in before]:
+            fut = futures[key]
+            if fut.done():
+                futures.pop(key, None)
+            else:
+                fut.add_done_callback(drop(key))
+
     # The stdio transport may have answered ``initialize`` before pygls was
     # imported (see stdio.py): (id, result sent); pygls' own answer is dropped.
     _early_init: Optional[tuple] = None
@@ -142,6 +175,21 @@ class IdleCollector:
                   (time.perf_counter() - t0) * 1000)
 
 
+def _leave(code: int) -> None:
+    """End the process now: the interpreter's own exit frees every cached model
+    object by object (4-12 s on a large heap) and waits for an analysis still
+    running in the worker thread; nothing is left to save by then."""
+    import os
+    import sys
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - a closed pipe
+            pass
+    logging.shutdown()
+    os._exit(code)
+
+
 class TilelintServer(LanguageServer):
     protocol: TilelintProtocol  # protocol_cls below
 
@@ -191,15 +239,19 @@ class TilelintServer(LanguageServer):
         self.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
         if early.init_id is not None:
             self.protocol._early_init = (early.init_id, early.init_result)
+        code = 0
         try:
             asyncio.run(self._serve_stdio(framer, early))
         except BrokenPipeError:
             log.error("the connection to the client is lost; shutting down")
-        except (KeyboardInterrupt, SystemExit):
+        except SystemExit as exc:  # ``exit``: 0 after ``shutdown``, else 1 (pygls)
+            code = exc.code if isinstance(exc.code, int) else 0
+        except KeyboardInterrupt:
             pass
         finally:
             self.verifier.close()
             self.shutdown()
+        _leave(code)
 
     async def _serve_stdio(self, framer, early) -> None:
         loop = asyncio.get_running_loop()
