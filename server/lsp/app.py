@@ -51,14 +51,21 @@ class TilelintProtocol(LanguageServerProtocol):
     def handle_message(self, message):
         """After ``shutdown`` every request but ``exit`` gets an InvalidRequest
         error, as LSP says (pygls drops it, and the client waits forever)."""
-        if self._shutdown and getattr(message, "method", None) not in (None, lsp.EXIT) \
+        method = getattr(message, "method", None)
+        if (self._shutdown or self._shutdown_asked) and method not in (None, lsp.EXIT) \
                 and getattr(message, "id", None) is not None:
             from pygls.exceptions import JsonRpcInvalidRequest
             log.warning("%s after shutdown: refused", message.method)
             self._send_response(message.id, error=JsonRpcInvalidRequest(
                 "the server is shut down: only `exit` is accepted").to_response_error())
             return
+        if method == lsp.SHUTDOWN and getattr(message, "id", None) is not None:
+            # pygls sets _shutdown only when its generator resumes, after the
+            # messages already queued: a request right behind would still run
+            self._shutdown_asked = True
         return super().handle_message(message)
+
+    _shutdown_asked = False
 
     def _handle_notification(self, method_name: str, params: Any):
         """pygls (2.1) files the future of every generator-handled notification
@@ -175,21 +182,6 @@ class IdleCollector:
                   (time.perf_counter() - t0) * 1000)
 
 
-def _leave(code: int) -> None:
-    """End the process now: the interpreter's own exit frees every cached model
-    object by object (4-12 s on a large heap) and waits for an analysis still
-    running in the worker thread; nothing is left to save by then."""
-    import os
-    import sys
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:  # noqa: BLE001 - a closed pipe
-            pass
-    logging.shutdown()
-    os._exit(code)
-
-
 class TilelintServer(LanguageServer):
     protocol: TilelintProtocol  # protocol_cls below
 
@@ -251,7 +243,8 @@ class TilelintServer(LanguageServer):
         finally:
             self.verifier.close()
             self.shutdown()
-        _leave(code)
+        from .exit import leave
+        leave(code)
 
     async def _serve_stdio(self, framer, early) -> None:
         loop = asyncio.get_running_loop()
@@ -476,6 +469,7 @@ def create_server() -> TilelintServer:
         did_close,
         did_open,
         did_save,
+        exit as exit_,
         hover,
         initialize,
         initialized,
@@ -488,6 +482,6 @@ def create_server() -> TilelintServer:
     server = TilelintServer()
     for mod in (initialize, initialized, did_open, did_change, did_close, did_save,
                 diagnostic_pull, workspace_diagnostic, hover, inlay_hints, code_action,
-                configuration, watched_files, shutdown):
+                configuration, watched_files, shutdown, exit_):
         server.feature(mod.METHOD, getattr(mod, "OPTIONS", None))(mod.handler)
     return server
