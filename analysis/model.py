@@ -710,3 +710,6 @@ class Settings:
     # Analyse every instantiation of a kernel (call sites, parametrize cases),
     # not only the first.
     all_bindings: bool = False
+    # Seconds one file's kernels may take; past it the rest is left out with a
+    # TL005 (``time-budget``).  None or 0: no limit.
+    time_budget: Optional[float] = 60.0

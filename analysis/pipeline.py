@@ -10,6 +10,7 @@ entry point the CLI and the language server share.
 from __future__ import annotations
 
 import re
+import time
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -86,7 +87,12 @@ def analyze_module(module: Module, source: str, path: str, settings: Settings,
     target = targets_mod.normalise(settings.target)
     diagnostics: List[Diagnostic] = list(module.problems)
     results: List[KernelResult] = []
-    for kernel in module.kernels:
+    budget = settings.time_budget
+    t0 = time.monotonic()
+    for i, kernel in enumerate(module.kernels):
+        if budget and i and time.monotonic() - t0 > budget:
+            diagnostics.append(_budget_used(module, i, budget))
+            break
         select = selected_label(selection, kernel.name, kernel.factory) if selection else None
         krs, kdiags = run(module, kernel, target, settings, source, select)
         results.extend(krs)
@@ -99,6 +105,18 @@ def analyze_module(module: Module, source: str, path: str, settings: Settings,
     diagnostics = filter_diagnostics(diagnostics, source, settings)
     return Analysis(path=path, target=target, kernels=tuple(results),
                     diagnostics=tuple(diagnostics), module=module)
+
+
+def _budget_used(module: Module, done: int, budget: float) -> Diagnostic:
+    kernel = module.kernels[done]
+    left = len(module.kernels) - done
+    return Diagnostic(
+        code="TL005", severity="warning", span=kernel.name_span,
+        message=(f"tilelint stopped analysing this file after {done} of "
+                 f"{len(module.kernels)} kernels: its time budget of {budget:g} s was used "
+                 f"up, so `{kernel.name}` and the {left - 1} kernel(s) after it are not "
+                 f"checked (raise `time-budget` in [tool.tilelint], or `--time-budget`; "
+                 f"0 means no limit)"))
 
 
 def selected_label(selection: Tuple[Tuple[str, str], ...], kernel_name: str,

@@ -435,6 +435,7 @@ def _overrides(args: argparse.Namespace) -> Dict[str, Any]:
         ignore=ignore,
         bindings=bindings,
         all_bindings=True if args.all_bindings else None,
+        time_budget=getattr(args, "time_budget", None),
     )
 
 
@@ -925,6 +926,9 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="give a kernel parameter a value (repeatable), e.g. --bind num_stages=3")
     p.add_argument("--all-bindings", action="store_true",
                    help="analyse every call site of a kernel factory, not only the first")
+    p.add_argument("--time-budget", type=float, metavar="SECONDS",
+                   help="seconds of analysis per file before the rest of it is left out "
+                        "with a TL005 (default 60; 0: no limit)")
     p.add_argument("--config", metavar="PYPROJECT",
                    help="use this pyproject.toml instead of the nearest one")
     p.add_argument("--isolated", action="store_true", help="ignore all configuration files")

@@ -19,6 +19,7 @@ Recognised keys (kebab-case; the snake_case spelling is accepted too)::
     inlay-hints = true
     verify = false                 # cross-check with the real compiler (server only)
     all-bindings = false           # analyse every call site of a kernel factory
+    time-budget = 60               # seconds per file, then TL005 (0: no limit)
 
     [tool.tilelint.bindings]       # name -> value, for every kernel
     block_K = 32
@@ -286,6 +287,7 @@ class Config:
     inlay_hints: bool = True
     verify: bool = False
     all_bindings: bool = False
+    time_budget: float = 60.0  # seconds per file (0: no limit)
 
     @property
     def target(self) -> str:
@@ -367,6 +369,7 @@ class Config:
             select=select,
             ignore=tuple(dict.fromkeys(self.ignore + per_file + off)),
             all_bindings=self.all_bindings,
+            time_budget=self.time_budget or None,
         )
 
     def with_overrides(self, *, targets: Optional[Sequence[str]] = None,
@@ -375,7 +378,8 @@ class Config:
                        ignore: Sequence[str] = (),
                        exclude: Sequence[str] = (),
                        bindings: Sequence[Tuple[str, object]] = (),
-                       all_bindings: Optional[bool] = None) -> "Config":
+                       all_bindings: Optional[bool] = None,
+                       time_budget: Optional[float] = None) -> "Config":
         """Command-line options on top of the file: ``targets``/``select``
         replace, ``ignore``/``exclude``/``bindings`` add (later wins)."""
         changes: Dict[str, Any] = {}  # field -> new value (fields differ in type)
@@ -405,6 +409,8 @@ class Config:
                 for kernel, pairs in self.kernel_bindings)
         if all_bindings is not None:
             changes["all_bindings"] = all_bindings
+        if time_budget is not None:
+            changes["time_budget"] = check_time_budget(time_budget, "--time-budget")
         return replace(self, **changes) if changes else self
 
 
@@ -468,7 +474,17 @@ def resolve_targets(path: os.PathLike | str, source: Optional[str], *,
 # --------------------------------------------------------------------------
 
 _KEYS = ("target", "targets", "select", "ignore", "per-file-ignores", "per-file-targets",
-         "exclude", "bindings", "inlay-hints", "verify", "all-bindings", "extend-select")
+         "exclude", "bindings", "inlay-hints", "verify", "all-bindings", "extend-select",
+         "time-budget")
+
+
+def check_time_budget(value: object, key: str) -> float:
+    """Seconds per file: a number >= 0 (0: no limit)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value \
+            or value < 0:
+        raise ConfigError(f"`{key}` must be a number of seconds >= 0 (0: no limit), "
+                          f"got {value!r}")
+    return float(value)
 
 
 def check_target(value: object, key: str) -> str:
@@ -622,6 +638,8 @@ def config_from_table(table: object, path: Optional[Path] = None) -> Config:
         cfg["verify"] = _check_bool(norm["verify"], "verify")
     if "all-bindings" in norm:
         cfg["all_bindings"] = _check_bool(norm["all-bindings"], "all-bindings")
+    if "time-budget" in norm:
+        cfg["time_budget"] = check_time_budget(norm["time-budget"], "time-budget")
     root = path.parent if path is not None else None
     return Config(path=path, root=root, **cfg)
 
@@ -631,7 +649,7 @@ def config_from_table(table: object, path: Optional[Path] = None) -> Config:
 # order they apply: ``target`` beats ``targets``, ``select`` comes before
 # ``extend-select``.
 OVERLAY_KEYS = ("targets", "target", "select", "extend-select", "ignore", "bindings",
-                "all-bindings", "inlay-hints", "verify")
+                "all-bindings", "inlay-hints", "verify", "time-budget")
 
 
 def overlay(config: Config, editor: Mapping[str, object],
@@ -699,6 +717,8 @@ def _overlay_one(cfg: Config, key: str, value: object) -> Config:
             tables.setdefault(kernel, {}).update(pairs)
         return replace(cfg, bindings=tuple(merged.items()),
                        kernel_bindings=tuple((k, tuple(t.items())) for k, t in tables.items()))
+    if key == "time-budget":
+        return replace(cfg, time_budget=check_time_budget(value, key))
     field_name = {"all-bindings": "all_bindings", "inlay-hints": "inlay_hints",
                   "verify": "verify"}[key]
     flag: Dict[str, Any] = {field_name: _check_bool(value, key)}

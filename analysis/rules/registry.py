@@ -250,6 +250,22 @@ RULES: Tuple[Rule, ...] = (
              "T`, `T.alloc_l1`, `T.alloc_l0c`, `T.alloc_shared` for UB) and run tilelint "
              "with `--target ascend`; or silence the note with `ignore = [\"TL004\"]`.",
          target="ascend"),
+    Rule("TL005", "time-budget-used", "warning",
+         "tilelint stopped analysing the file: its time budget was used up.",
+         what="Analysing one file's kernels took longer than the time budget (60 s by "
+              "default). One TL005 is reported on the first kernel left out, and the "
+              "kernels from there on are not checked; the findings of those before it, "
+              "and every finding of the other files, are reported as usual.",
+         why="A file of thousands of generated kernels (under the 2 MB limit) could keep "
+             "an editor's language server busy for minutes, and `check` in CI with it. "
+             "The budget keeps the server answering and says what was left out; it says "
+             "nothing about the compiler.",
+         bad_example="# kernels_generated.py: 2,000 generated kernels, 1.9 MB\n...",
+         good_example="# pyproject.toml\n# [tool.tilelint]\n# time-budget = 300   # seconds "
+                      "per file; 0: no limit",
+         fix="Raise `time-budget` in [tool.tilelint] (seconds per file, 0 for no limit), "
+             "pass `--time-budget SECONDS` to `tilelint check`, set `tilelint.timeBudget` "
+             "in the editor, or exclude the generated file."),
     Rule("TL101", "duplicate-pipeline-order", "error",
          "Two scheduled statements have the same `order` entry.",
          what="The manual `order=` list gives the same position to two statements of "

@@ -59,6 +59,7 @@ _ALIASES = {
     "extend_select": "extendSelect", "extend-select": "extendSelect",
     "verify": "compiler.verify", "compilerVerify": "compiler.verify",
     "compiler_verify": "compiler.verify",
+    "time_budget": "timeBudget", "time-budget": "timeBudget",
 }
 
 
@@ -131,6 +132,8 @@ def config_keys(options: Mapping[str, Any]) -> Dict[str, Any]:
         out["all-bindings"] = isinstance(b, str) and b.strip().lower() == ALL
     if isinstance(options.get("inlayHints"), bool):
         out["inlay-hints"] = options["inlayHints"]
+    if "timeBudget" in options:
+        out["time-budget"] = options["timeBudget"]
     if "compiler.verify" in options:
         raw = options["compiler.verify"]
         v = _verify_value(raw)
