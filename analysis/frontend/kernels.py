@@ -39,6 +39,11 @@ KERNEL_LAUNCHES = ("T.Kernel", "T.ScopeKernel", "T.ClusterKernel")
 Launch = Tuple[Optional[Expr], Optional[Span], Tuple[Expr, ...]]
 
 
+# ``tilelang.PassConfigKey`` members read from a decorator's ``pass_configs``,
+# with the config string each stands for (tilelang/transform/pass_config.py).
+_PASS_CONFIG_KEYS = {"TL_DISABLE_WARP_SPECIALIZED": "tl.disable_warp_specialized"}
+
+
 @dataclass(frozen=True)
 class ChunkModel:
     kernels: Tuple[Kernel, ...] = ()
@@ -276,10 +281,41 @@ class ChunkBuilder(StatementBuilder, ModuleFacts):
             body=tuple(body),
             locals=tuple(ctx.locals),
             comment_bindings=tuple(bindings),
-            attrs=tuple(ctx.attrs),
+            attrs=tuple(ctx.attrs) + tuple(self.pass_config_attrs(factory))
+            + tuple(self.pass_config_attrs(fn)),
             class_name=class_name,
             block_vars=() if kernel_with is None else block_vars(kernel_with),
         )
+
+    def pass_config_attrs(self, fn: Optional[cst.FunctionDef]) -> List[Tuple[str, Expr]]:
+        """The pass configs a decorator gives the kernel that matter to the model:
+        ``@tilelang.jit(pass_configs={tilelang.PassConfigKey.TL_DISABLE_WARP_SPECIALIZED:
+        True})`` (or the key as the string ``"tl.disable_warp_specialized"``):
+        tilelang 0.1.15 then runs no warp-specialization pass
+        (``cuda/pipeline.py``: ``allow_warp_specialized``)."""
+        out: List[Tuple[str, Expr]] = []
+        if fn is None:
+            return out
+        for d in fn.decorators:
+            call = d.decorator
+            if not isinstance(call, cst.Call):
+                continue
+            for a in call.args:
+                if a.keyword is None or a.keyword.value != "pass_configs" or \
+                        not isinstance(a.value, cst.Dict):
+                    continue
+                for el in a.value.elements:
+                    if not isinstance(el, cst.DictElement):
+                        continue
+                    key: Optional[str] = None
+                    if isinstance(el.key, cst.SimpleString):
+                        v = el.key.evaluated_value
+                        key = v if isinstance(v, str) else None
+                    elif isinstance(el.key, cst.Attribute):
+                        key = _PASS_CONFIG_KEYS.get(el.key.attr.value)
+                    if key is not None and key in _PASS_CONFIG_KEYS.values():
+                        out.append((key, self.expr(el.value)))
+        return out
 
     def next_launch(self, first: Kernel, i: int, extra: cst.With, ctx: KernelCtx,
                     locals_: List[Tuple[str, Expr]]) -> Kernel:
