@@ -550,21 +550,7 @@ class _Tracer:
                 self.trips[id(r.stmt)] = sched.trip_count
         em = _PipelineEmitter(self, sched, li, versions, self._sync_before_pipeline(
             sched, li, self._pipeline_head(sched, li, versions, rolled)))
-        if rolled and sched.prologue:
-            self._rolled_prologue(em, sched, li)
-        else:
-            for step in sched.prologue:
-                em.step(step, 0, True)
-        # warm-up body iterations (not recorded) then one recorded steady-state iteration
-        # (after a rolled prologue, which drains every group, the steady state
-        # starts once the body consumes only what the body committed)
-        warm = max(2, sched.max_stage + 1) if rolled else 2
-        saved_events, saved_pending = list(self.events), list(self.pending)
-        for k in range(0, warm):
-            em.step(sched.body, k, False)
-        self.events, self.pending = saved_events, saved_pending
-        start = len(self.events)
-        em.step(sched.body, warm, True, per_group=True)
+        warm, start = self._prologue_and_body(em, sched, li, rolled)
         self._relax_waits(start, retain, 0 if rolled else _outstanding(self.events[begin:start]))
         self._close_loop(start, BODY, li)
         if rolled and sched.epilogue:
@@ -576,6 +562,27 @@ class _Tracer:
             for step in sched.epilogue:
                 em.step(step, 0, True)
         return em.commits, em.waits
+
+    def _prologue_and_body(self, em: "_PipelineEmitter", sched: Schedule, li: int,
+                           rolled: bool) -> Tuple[int, int]:
+        """Emit the prologue, then warm-up body iterations (not recorded) and one
+        recorded steady-state iteration (after a rolled prologue, which drains
+        every group, the steady state starts once the body consumes only what
+        the body committed).  Returns (warm-up count, index of the recorded
+        iteration's first event)."""
+        if rolled and sched.prologue:
+            self._rolled_prologue(em, sched, li)
+        else:
+            for step in sched.prologue:
+                em.step(step, 0, True)
+        warm = max(2, sched.max_stage + 1) if rolled else 2
+        saved_events, saved_pending = list(self.events), list(self.pending)
+        for k in range(0, warm):
+            em.step(sched.body, k, False)
+        self.events, self.pending = saved_events, saved_pending
+        start = len(self.events)
+        em.step(sched.body, warm, True, per_group=True)
+        return warm, start
 
     def _pipeline_head(self, sched: Schedule, li: int, versions: Dict[str, int],
                        rolled: bool) -> Optional[List[Acc]]:
@@ -590,18 +597,8 @@ class _Tracer:
         saved = (self.events, self.pending, dict(self.trips), self.last_was_sync)
         self.events, self.pending = [], []
         try:
-            em = _PipelineEmitter(self, sched, li, versions, None)
-            if rolled and sched.prologue:
-                self._rolled_prologue(em, sched, li)
-            else:
-                for step in sched.prologue:
-                    em.step(step, 0, True)
-            warm = max(2, sched.max_stage + 1) if rolled else 2
-            events, pending = list(self.events), list(self.pending)
-            for k in range(0, warm):
-                em.step(sched.body, k, False)
-            self.events, self.pending = events, pending
-            em.step(sched.body, warm, True, per_group=True)
+            self._prologue_and_body(_PipelineEmitter(self, sched, li, versions, None),
+                                    sched, li, rolled)
             head: List[Acc] = []
             for ev in self.events:
                 if ev.kind == "sync":
