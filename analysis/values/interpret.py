@@ -348,38 +348,40 @@ class Program:
                 return None
             body = fdef.body
 
-        def simple_at(line: int) -> Optional[FuncStmt]:
-            for st in body:
-                if st.line <= line <= st.end_line:
-                    return st if st.kind in ("assign", "expr", "return") else None
-            return None
-
-        if simple_at(call.span.line) is None:
+        # the simple statement of the body each line belongs to (statement index)
+        simple: Dict[int, int] = {}
+        for i, st in enumerate(body):
+            if st.kind in ("assign", "expr", "return"):
+                for ln in range(st.line, st.end_line + 1):
+                    simple[ln] = i
+        if call.span.line not in simple:
             return None
         sites = [c for c in self.module.call_sites
                  if c.enclosing == call.enclosing and (id(c), chain) not in self._ctx_cache
-                 and simple_at(c.span.line) is not None]
-        if call not in sites:
+                 and c.span.line in simple]
+        if not any(c is call for c in sites):
             sites.append(call)
         if len(sites) < 2:
             return None
-        lines = {c.span.line for c in sites}
+        at_stmt: Dict[int, List[int]] = {}  # statement index -> the call lines in it
+        for ln in {c.span.line for c in sites}:
+            at_stmt.setdefault(simple[ln], []).append(ln)
         if fdef is None:
             runs: List[Tuple[Dict[str, object], str]] = [({}, "")]
         else:
             runs = list(self.param_contexts(fdef, chain + 1))
-        per_line: Dict[int, List[Tuple[Env, str]]] = {ln: [] for ln in lines}
+        per_line: Dict[int, List[Tuple[Env, str]]] = {ln: [] for lns in at_stmt.values()
+                                                      for ln in lns}
         for binding, label in runs:
             seen: Dict[int, Dict[str, object]] = {}
             scope = dict(binding)
             self.steps = 0
             try:
-                for st in body:
+                for i, st in enumerate(body):
                     if self.steps + 1 > MAX_STEPS:
                         raise _Budget()
-                    for ln in lines:
-                        if st.line <= ln <= st.end_line and ln not in seen:
-                            seen[ln] = dict(scope)
+                    for ln in at_stmt.get(i, ()):
+                        seen[ln] = dict(scope)
                     if st.kind == "return":
                         break
                     # stop line -1 lies in no statement: a return inside a branch ends
@@ -387,7 +389,7 @@ class Program:
                     self._exec((st,), scope, 0, -1, [])
             except (_Budget, _Return):
                 pass
-            for ln in lines:
+            for ln in per_line:
                 snap = seen.get(ln)
                 if fdef is None:
                     if not per_line[ln]:
