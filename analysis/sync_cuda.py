@@ -38,7 +38,18 @@ docs/compiler-notes.md lists the measured behaviours behind these rules.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, Dict, List, NamedTuple, Optional, Protocol, Sequence, Set, Tuple
+from typing import (
+    AbstractSet,
+    Callable,
+    Dict,
+    List,
+    NamedTuple,
+    Optional,
+    Protocol,
+    Sequence,
+    Set,
+    Tuple,
+)
 
 from . import targets as targets_mod
 from .loops import LoopMatcher, loop_result
@@ -56,7 +67,7 @@ from .model import (
     walk_bodies,
 )
 from .schedule import BODY, EPILOGUE, PROLOGUE, Row, Schedule, modulo_schedule
-from .values import Env
+from .values import Env, dtype_bits, normalise_dtype
 
 
 class PackLayout(Protocol):
@@ -134,9 +145,12 @@ def is_cp_async_copy(stmt: Stmt, kernel: Kernel) -> bool:
     under an ``if`` (on a block, thread or loop index, or a buffer element) is a
     synchronous copy (measured on sm_80: ``if bx < 3:``, ``if k < 20:``,
     ``if Flag[0] > 0:`` around the B copy leave only A's cp.async; around both
-    copies none, and no commit)."""
-    return stmt.kind != "if" and (is_async_copy(stmt, kernel) or
-                                  is_parallel_copy(stmt, kernel))
+    copies none, and no commit).  ``T.im2col`` gathers with a bounds test per
+    element: plain stores (measured: example_convolution.py on sm_80, a
+    ``__syncthreads`` between it and the cp.async of the kernel tile)."""
+    if stmt.kind == "if" or "im2col" in stmt.op:
+        return False
+    return is_async_copy(stmt, kernel) or is_parallel_copy(stmt, kernel)
 
 
 def is_parallel_copy(stmt: Stmt, kernel: Kernel) -> bool:
@@ -334,10 +348,13 @@ class _Layout:
     """Byte ranges of buffers in the arena, for cross-buffer conflicts."""
 
     def __init__(self, kernel: Kernel, env: Optional[Env], pack: Optional[PackLayout],
-                 versions: Dict[str, int]) -> None:
+                 versions: Dict[str, int], target: str = "") -> None:
         self.versions = versions
         self.dyn = {a.name for a in kernel.allocs if a.scope == "shared.dyn"}
         self.ranges: Dict[str, Tuple[int, int]] = {}
+        self.fragments = {a.name for a in kernel.allocs if a.scope == "local.fragment"}
+        self.swizzled = swizzled_operands(kernel, env)
+        self.stsm = stmatrix_copies(kernel, env, target)
         if pack is not None:
             for b in pack.buffers:
                 if b.offset is not None and b.bytes is not None:
@@ -369,6 +386,98 @@ class _Layout:
         return ra[0] < rb[1] and rb[0] < ra[1]
 
 
+def swizzled_operands(kernel: Kernel, env: Optional[Env]) -> Set[str]:
+    """Shared buffers that layout inference gives a swizzled layout: the shared
+    operands of a gemm whose contiguous dimension holds a multiple of two
+    128-bit vectors (``MakeGemmABLayout`` in layout/gemm_layouts.cc: quarter,
+    half or full bank swizzle; an 8-bit operand with K outer and a 64-bit one
+    are padded instead)."""
+    out: Set[str] = set()
+    if env is None:
+        return out
+    allocs = {a.name: a for a in kernel.allocs if a.scope.startswith("shared")}
+    for s in walk_bodies(kernel.body):
+        if s.kind != "gemm":
+            continue
+        for i, acc in enumerate(s.reads[:2]):
+            alloc = allocs.get(acc.buffer)
+            if alloc is None or not alloc.shape:
+                continue
+            bits = dtype_bits(normalise_dtype(env.evaluate(alloc.dtype)))
+            last = env.evaluate(alloc.shape[-1])
+            if bits not in (8, 16, 32) or not isinstance(last, int) or isinstance(last, bool):
+                continue
+            if last % (2 * (128 // bits)):
+                continue
+            if bits == 8:
+                flag = s.kwarg("transpose_A" if i == 0 else "transpose_B")
+                value = env.evaluate(flag) if flag is not None else False
+                if (not value) if i == 1 else bool(value):
+                    continue  # K outer: padded
+            out.add(alloc.name)
+    return out
+
+
+def _arch(target: str) -> int:
+    t = targets_mod.get(target)
+    if t is None or t.kind != "cuda":
+        return 0
+    digits = "".join(ch for ch in t.arch if ch.isdigit())
+    return int(digits) if digits else 0
+
+
+def stmatrix_copies(kernel: Kernel, env: Optional[Env], target: str) -> Set[Tuple[int, int]]:
+    """(line, column) of the ``T.copy`` statements that store a whole gemm
+    accumulator into a whole 16-bit shared buffer on a target with
+    ``stmatrix`` (sm_90 and later: ``CheckSTSMCopy``, then ``LowerLDSM``'s
+    full-range, element-size and 8-wide vectorization checks in
+    cuda/op/copy.cc).  Their stores go through a pointer (measured on sm_90:
+    ``tl::ptx_stmatrix_m8n8_x4(&b[...], ...)``), so ThreadSync orders them
+    against every indexed access before them."""
+    out: Set[Tuple[int, int]] = set()
+    if env is None or _arch(target) < 90:
+        return out
+    allocs = {a.name: a for a in kernel.allocs}
+    body = list(walk_bodies(kernel.body))
+    accumulators = {w.buffer for s in body if s.kind == "gemm" for w in s.writes}
+    for s in body:
+        if s.kind != "copy" or not s.reads or not s.writes:
+            continue
+        src, dst = s.reads[0], s.writes[0]
+        fa, sa = allocs.get(src.buffer), allocs.get(dst.buffer)
+        if fa is None or sa is None or fa.scope != "local.fragment" or not sa.scope.startswith("shared"):
+            continue
+        if src.indices is not None or dst.indices is not None or src.buffer not in accumulators:
+            continue
+        if dtype_bits(normalise_dtype(env.evaluate(sa.dtype))) != 16 or len(sa.shape) < 2:
+            continue
+        last = env.evaluate(sa.shape[-1])
+        if not isinstance(last, int) or isinstance(last, bool) or last % 8:
+            continue
+        out.add((s.span.line, s.span.col))
+    return out
+
+
+def _swizzled_waw(prev: Sequence[Acc], cur: Sequence[Acc], stmt: Optional[Stmt],
+                  layout: _Layout) -> bool:
+    """ThreadSync cannot prove an indexed store of a fragment into a swizzled
+    buffer apart from an earlier indexed store into another buffer, whatever
+    their bytes (measured: ``T.copy(h, b)`` into a gemm operand ``b`` after a
+    ``T.Parallel`` store into ``a`` gets a barrier between them; the reverse
+    order, or a store copied from global memory into the swizzled buffer, gets
+    none)."""
+    if stmt is None or not layout.swizzled or not layout.fragments:
+        return False
+    writes = [c for c in cur if c.write and not c.pointer and c.buffer in layout.swizzled
+              and c.buffer in layout.dyn]
+    if not writes:
+        return False
+    if not any(a.buffer in layout.fragments for x in _leaves(stmt) for a in x.reads):
+        return False
+    return any(p.write and not p.pointer and p.buffer in layout.dyn and p.buffer != c.buffer
+               for p in prev for c in writes)
+
+
 def _conflict(prev: Sequence[Acc], cur: Sequence[Acc], layout: _Layout, shift: int = 0) -> bool:
     """ThreadSync's test.  Every access to dynamic shared memory is one buffer for
     it; an indexed access against a pointer access cannot be compared, so it is
@@ -395,7 +504,8 @@ def _leaves(stmt: Stmt) -> List[Stmt]:
 
 
 def _accs(stmt: Stmt, shared: Set[str], is_async: bool, vkey: VersionKey,
-          kernel: Optional[Kernel] = None) -> List[Acc]:
+          kernel: Optional[Kernel] = None,
+          stsm: AbstractSet[Tuple[int, int]] = frozenset()) -> List[Acc]:
     """The shared-memory accesses of ``stmt``.  A gemm reads through pointers;
     given ``kernel`` (the statement is emitted by a software pipeline), so does a
     global-to-shared copy (a cp.async); every other access is indexed.  What the
@@ -409,7 +519,8 @@ def _accs(stmt: Stmt, shared: Set[str], is_async: bool, vkey: VersionKey,
         ptr = x.kind == "gemm" or (kernel is not None and is_async and (
             is_async_copy(x, kernel) or x.kind == "store"))
         out += [Acc(b, False, False, vkey, ptr) for b in sorted(r)]
-        out += [Acc(b, True, is_async, vkey, ptr) for b in sorted(w)]
+        wptr = ptr or (x.span.line, x.span.col) in stsm
+        out += [Acc(b, True, is_async, vkey, wptr) for b in sorted(w)]
         seen_r |= r
         seen_w |= w
     r, w = _rw(stmt, shared)
@@ -481,7 +592,9 @@ class _Tracer:
         self._access(accs, ev)
 
     def _access(self, accs: List[Acc], ev: Event) -> None:
-        if accs and _conflict(self.pending, accs, self.layout):
+        stmt = ev.stmt if ev.stmt is not None else (ev.row.stmt if ev.row is not None else None)
+        if accs and (_conflict(self.pending, accs, self.layout)
+                     or _swizzled_waw(self.pending, accs, stmt, self.layout)):
             self.sync(ev.section, ev.loop_index)
         self.events.append(ev)
         self.pending.extend(accs)
@@ -491,11 +604,63 @@ class _Tracer:
     # -- plain statements --------------------------------------------------
     def plain(self, stmt: Stmt, section: str) -> None:
         if stmt.loop is not None and stmt.loop.kind != "pipelined" and stmt.kind != "parallel":
-            body = [(c, _accs(c, self.shared, False, None)) for c in stmt.loop.body]
+            body = [(c, _accs(c, self.shared, False, None, stsm=self.layout.stsm)) for c in stmt.loop.body]
             if any(a for _, a in body):
                 self._loop_body(body, section, -1, stmt)
                 return
-        self.access(_accs(stmt, self.shared, False, None), Event("stmt", section, -1, stmt=stmt))
+        self.access(_accs(stmt, self.shared, False, None, stsm=self.layout.stsm), Event("stmt", section, -1, stmt=stmt))
+
+    def branch(self, stmt: Stmt, section: str, li: int, emit: Callable[[Stmt], None]) -> None:
+        """An ``if`` as ThreadSync plans it (``VisitStmt_(IfThenElseNode)`` in
+        transform/thread_storage_sync.cc): each arm is its own scope, planned from
+        nothing pending, so its barriers order only its own statements; the
+        enclosing sequence then sees the ``if`` as the condition's reads, then
+        each arm's accesses with a barrier marker where the arm has one.  An
+        access before the first marker that conflicts with what is pending puts
+        a barrier before the ``if``.  (A barrier under a thread-dependent
+        condition may be hoisted by the compiler; the count is the same.)"""
+        outer = self.pending
+        start = len(self.events)
+        cond = sorted(_names(stmt.test) & self.shared) if stmt.test is not None else []
+        summary: List[Optional[Acc]] = [Acc(b, False, False, None) for b in cond]
+        cut = stmt.else_index if stmt.else_index is not None else len(stmt.children)
+        for arm in (stmt.children[:cut], stmt.children[cut:]):
+            if not arm:
+                continue
+            self.pending = []
+            head: List[Acc] = []
+            synced = False
+            for c in arm:
+                before, n = list(self.pending), len(self.events)
+                emit(c)
+                if synced:
+                    continue
+                if any(e.kind == "sync" for e in self.events[n:]):
+                    synced, head = True, before
+                else:
+                    head = list(self.pending)
+            summary.extend(head)
+            if synced:
+                summary.append(None)
+                summary.extend(self.pending)
+        hit = False
+        for a in summary:
+            if a is None:
+                break
+            if _conflict(outer, [a], self.layout):
+                hit = True
+                break
+        if hit:
+            self.events.insert(start, Event("sync", section, li))
+            outer = []
+        pending = list(outer)
+        for a in summary:
+            if a is None:
+                pending = []
+            else:
+                pending.append(a)
+        self.pending = pending
+        self.last_was_sync = not pending and (hit or None in summary)
 
     def _loop_body(self, body: Sequence[Tuple[Stmt, List[Acc]]], section: str, li: int,
                    stmt: Stmt) -> None:
@@ -524,7 +689,7 @@ class _Tracer:
         if ev.row is not None:
             return self.row_accs(ev.row, self._versions())
         assert ev.stmt is not None  # a statement event (see _head_accs)
-        return _accs(ev.stmt, self.shared, False, None)
+        return _accs(ev.stmt, self.shared, False, None, stsm=self.layout.stsm)
 
     def _versions(self) -> Dict[str, int]:
         return self.layout.versions
@@ -533,7 +698,7 @@ class _Tracer:
         is_async = is_cp_async_copy(row.stmt, self.kernel)
         trip = self.trips.get(id(row.stmt))
         return [replace(a, vkey=_vkey(row, a.buffer, versions, trip))
-                for a in _accs(row.stmt, self.shared, is_async, None, self.kernel)]
+                for a in _accs(row.stmt, self.shared, is_async, None, self.kernel, self.layout.stsm)]
 
     # -- pipelined loops ---------------------------------------------------
     def pipelined(self, sched: Schedule, li: int, versions: Dict[str, int],
@@ -550,6 +715,23 @@ class _Tracer:
                 self.trips[id(r.stmt)] = sched.trip_count
         em = _PipelineEmitter(self, sched, li, versions, self._sync_before_pipeline(
             sched, li, self._pipeline_head(sched, li, versions, rolled)))
+        n = sched.trip_count
+        if n is not None and 0 < n <= sched.max_stage:
+            # Fewer iterations than stages: the steady-state loop has none, and
+            # the prologue and epilogue steps of iterations outside 0 .. n-1 are
+            # guarded by a condition the compiler folds to false (measured:
+            # example_tilelang_nsa_fwd.py with one selected block emits
+            # iteration 0 only, its stage-0 copies first).
+            em.trip = n  # the epilogue's iterations are n + offset
+            for step in sched.prologue:
+                rows = [r for r in step if r.offset < n]
+                if rows:
+                    em.step(rows, 0, True)
+            for step in sched.epilogue:
+                rows = [r for r in step if 0 <= n + r.offset < n]
+                if rows:
+                    em.step(rows, 0, True)
+            return em.commits, em.waits
         warm, start = self._prologue_and_body(em, sched, li, rolled)
         self._relax_waits(start, retain, 0 if rolled else _outstanding(self.events[begin:start]))
         self._close_loop(start, BODY, li)
@@ -623,10 +805,10 @@ class _Tracer:
             region = head
         else:
             for row in sched.rows():
-                region.extend(_accs(row.stmt, self.shared, False, None, self.kernel))
+                region.extend(_accs(row.stmt, self.shared, False, None, self.kernel, self.layout.stsm))
         first_row = sched.prologue[0][0] if sched.prologue and sched.prologue[0] else None
         in_prologue = any(_conflict(self.pending,
-                                    _accs(r.stmt, self.shared, False, None, self.kernel),
+                                    _accs(r.stmt, self.shared, False, None, self.kernel, self.layout.stsm),
                                     self.layout)
                           for step in sched.prologue for r in step)
         if self.pending and _conflict(self.pending, region, self.layout) and not in_prologue:
@@ -885,12 +1067,12 @@ def rolled_ends(kernel: Kernel, lr: LoopResult, env: Optional[Env]) -> bool:
 
 
 def _layout_for(kernel: Kernel, env: Optional[Env], loops: Sequence[LoopResult],
-                pack: Optional[PackLayout]) -> _Layout:
+                pack: Optional[PackLayout], target: str = "") -> _Layout:
     versions: Dict[str, int] = {}
     for lr in loops:
         for v in lr.versions:
             versions[v.buffer] = max(versions.get(v.buffer, 1), v.versions)
-    return _Layout(kernel, env, pack, versions)
+    return _Layout(kernel, env, pack, versions, target)
 
 
 @dataclass(frozen=True)
@@ -921,7 +1103,7 @@ def trace(kernel: Kernel, env: Optional[Env], loops: Sequence[LoopResult], targe
     these loops (None: no arena layout, so no conflict between buffers is seen).  A
     sync the compiler puts before the whole pipeline (for the code before it) is in
     none of the loop's regions; it counts in the kernel's total."""
-    layout = _layout_for(kernel, env, loops, pack)
+    layout = _layout_for(kernel, env, loops, pack, target)
     tr = _Tracer(kernel, layout)
     if env is not None:
         from .workspace import added_shared
@@ -967,7 +1149,16 @@ def trace(kernel: Kernel, env: Optional[Env], loops: Sequence[LoopResult], targe
             for c in s.children:
                 visit(c)
             return
-        tr.access(_accs(s, tr.shared, False, None), Event("stmt", "pre", -1, stmt=s))
+        if s.loop is None and s.kind == "macro" and s.children:
+            # An inlined macro: its statements are in the caller's sequence.
+            for c in s.children:
+                visit(c)
+            return
+        if s.loop is None and s.kind == "if" and s.children and \
+                any(_rw(c, tr.shared)[0] | _rw(c, tr.shared)[1] for c in s.children):
+            tr.branch(s, "pre", -1, visit)
+            return
+        tr.access(_accs(s, tr.shared, False, None, stsm=tr.layout.stsm), Event("stmt", "pre", -1, stmt=s))
 
     for s in kernel.body:
         visit(s)
