@@ -359,7 +359,10 @@ def _threads(kernel: Kernel, env: object, flat: List[ScheduledStmt],
     keeps the kernel's thread count in the producer branch."""
     from .planning import eval_int
     own = eval_int(env, kernel.threads) if kernel.threads is not None else 128  # type: ignore[arg-type]
-    full = bool(simts) or any(_sync_copy_like(ss.stmt, kernel, env, allocs) for ss in flat)
+    # A ``T.im2col`` moved to the producer is gathered by the producer
+    # warpgroup alone (measured: pipeline_im2col on sm_90, 128 + 256 threads).
+    full = bool(simts) or any(_sync_copy_like(ss.stmt, kernel, env, allocs)
+                              and "im2col" not in ss.stmt.op for ss in flat)
     return own, own if full and own is not None else PRODUCER_WARPGROUP
 
 
