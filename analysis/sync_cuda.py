@@ -741,8 +741,12 @@ class _Tracer:
             self._close_loop(start, EPILOGUE, li)
             self.events[start:] = [replace(e, section=EPILOGUE) for e in self.events[start:]]
         else:
+            # Each epilogue step waits as a steady-state iteration does: the first
+            # statement reading a group waits for it even when an earlier wait of
+            # the step completed it (measured: example_mla_decode.py main_no_split
+            # on sm_80, waits [2, 3] then [0, 1] after the loop).
             for step in sched.epilogue:
-                em.step(step, 0, True)
+                em.step(step, 0, True, per_group=True)
         return em.commits, em.waits
 
     def _prologue_and_body(self, em: "_PipelineEmitter", sched: Schedule, li: int,
