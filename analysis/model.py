@@ -292,6 +292,12 @@ def walk_stmts(stmts: Iterable[Stmt]) -> Iterator[Stmt]:
         yield from walk_stmt(s)
 
 
+def is_im2col(stmt: Stmt) -> bool:
+    """A ``T.im2col`` (or its deprecated alias): a bounds-tested SIMT gather into
+    shared memory, never a cp.async or a TMA load (measured: pipeline_im2col)."""
+    return stmt.kind == "copy" and "im2col" in stmt.op
+
+
 def walk_bodies(stmts: Iterable[Stmt]) -> Iterator[Stmt]:
     """Like :func:`walk_stmts`, but a loop is entered through ``loop.body`` (the
     body as the loop passes see it, e.g. a conditional iterator's) when it has one."""

@@ -47,6 +47,7 @@ from .model import (
     Stmt,
     Subscript,
     TupleExpr,
+    is_im2col,
     walk_stmt,
 )
 from .values import Env
@@ -866,9 +867,7 @@ def _tensor_param(kernel: Kernel, name: str
 def is_tma_load(stmt: Stmt, kernel: Optional[Kernel], env: Optional[Env],
                 allocs: Dict[str, Alloc]) -> bool:
     """A T.copy the sm_90 copy classifier would lower to a TMA load."""
-    if not _is_copy_op(stmt) or "im2col" in stmt.op:
-        # T.im2col stays a bounds-tested SIMT gather in the producer branch
-        # (measured: pipeline_im2col on sm_90)
+    if not _is_copy_op(stmt) or is_im2col(stmt):
         return False
     src, dst = _copy_src_dst(stmt)
     if src is None or dst is None or src in allocs or not is_shared(dst, allocs):

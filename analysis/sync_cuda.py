@@ -64,6 +64,7 @@ from .model import (
     Name,
     Stmt,
     Subscript,
+    is_im2col,
     walk_bodies,
 )
 from .schedule import BODY, EPILOGUE, PROLOGUE, Row, Schedule, modulo_schedule
@@ -148,7 +149,7 @@ def is_cp_async_copy(stmt: Stmt, kernel: Kernel) -> bool:
     copies none, and no commit).  ``T.im2col`` gathers with a bounds test per
     element: plain stores (measured: example_convolution.py on sm_80, a
     ``__syncthreads`` between it and the cp.async of the kernel tile)."""
-    if stmt.kind == "if" or "im2col" in stmt.op:
+    if stmt.kind == "if" or is_im2col(stmt):
         return False
     return is_async_copy(stmt, kernel) or is_parallel_copy(stmt, kernel)
 
@@ -601,15 +602,12 @@ class _Tracer:
         if accs:
             self.last_was_sync = False
 
-    # -- plain statements --------------------------------------------------
-    def plain(self, stmt: Stmt, section: str) -> None:
-        if stmt.loop is not None and stmt.loop.kind != "pipelined" and stmt.kind != "parallel":
-            body = [(c, _accs(c, self.shared, False, None, stsm=self.layout.stsm)) for c in stmt.loop.body]
-            if any(a for _, a in body):
-                self._loop_body(body, section, -1, stmt)
-                return
-        self.access(_accs(stmt, self.shared, False, None, stsm=self.layout.stsm), Event("stmt", section, -1, stmt=stmt))
+    def stmt_accs(self, stmt: Stmt, is_async: bool = False,
+                  kernel: Optional[Kernel] = None) -> List[Acc]:
+        """:func:`_accs` with this kernel's stmatrix copies."""
+        return _accs(stmt, self.shared, is_async, None, kernel, self.layout.stsm)
 
+    # -- plain statements --------------------------------------------------
     def branch(self, stmt: Stmt, section: str, li: int, emit: Callable[[Stmt], None]) -> None:
         """An ``if`` as ThreadSync plans it (``VisitStmt_(IfThenElseNode)`` in
         transform/thread_storage_sync.cc): each arm is its own scope, planned from
@@ -662,13 +660,6 @@ class _Tracer:
         self.pending = pending
         self.last_was_sync = not pending and (hit or None in summary)
 
-    def _loop_body(self, body: Sequence[Tuple[Stmt, List[Acc]]], section: str, li: int,
-                   stmt: Stmt) -> None:
-        start = len(self.events)
-        for c, accs in body:
-            self.access(accs, Event("stmt", section, li, stmt=c))
-        self._close_loop(start, section, li)
-
     def _close_loop(self, start: int, section: str, li: int) -> None:
         """Loop-carried hazard: the accesses after the body's last sync (iteration k)
         against those before its first sync (iteration k+1)."""
@@ -689,7 +680,7 @@ class _Tracer:
         if ev.row is not None:
             return self.row_accs(ev.row, self._versions())
         assert ev.stmt is not None  # a statement event (see _head_accs)
-        return _accs(ev.stmt, self.shared, False, None, stsm=self.layout.stsm)
+        return self.stmt_accs(ev.stmt)
 
     def _versions(self) -> Dict[str, int]:
         return self.layout.versions
@@ -698,7 +689,7 @@ class _Tracer:
         is_async = is_cp_async_copy(row.stmt, self.kernel)
         trip = self.trips.get(id(row.stmt))
         return [replace(a, vkey=_vkey(row, a.buffer, versions, trip))
-                for a in _accs(row.stmt, self.shared, is_async, None, self.kernel, self.layout.stsm)]
+                for a in self.stmt_accs(row.stmt, is_async, self.kernel)]
 
     # -- pipelined loops ---------------------------------------------------
     def pipelined(self, sched: Schedule, li: int, versions: Dict[str, int],
@@ -809,10 +800,10 @@ class _Tracer:
             region = head
         else:
             for row in sched.rows():
-                region.extend(_accs(row.stmt, self.shared, False, None, self.kernel, self.layout.stsm))
+                region.extend(self.stmt_accs(row.stmt, False, self.kernel))
         first_row = sched.prologue[0][0] if sched.prologue and sched.prologue[0] else None
         in_prologue = any(_conflict(self.pending,
-                                    _accs(r.stmt, self.shared, False, None, self.kernel, self.layout.stsm),
+                                    self.stmt_accs(r.stmt, False, self.kernel),
                                     self.layout)
                           for step in sched.prologue for r in step)
         if self.pending and _conflict(self.pending, region, self.layout) and not in_prologue:
@@ -1162,7 +1153,7 @@ def trace(kernel: Kernel, env: Optional[Env], loops: Sequence[LoopResult], targe
                 any(_rw(c, tr.shared)[0] | _rw(c, tr.shared)[1] for c in s.children):
             tr.branch(s, "pre", -1, visit)
             return
-        tr.access(_accs(s, tr.shared, False, None, stsm=tr.layout.stsm), Event("stmt", "pre", -1, stmt=s))
+        tr.access(tr.stmt_accs(s), Event("stmt", "pre", -1, stmt=s))
 
     for s in kernel.body:
         visit(s)

@@ -36,7 +36,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
 
 from .loops import active_view
-from .model import Alloc, Kernel, KernelResult, LoopResult, ScheduledStmt, Stmt, walk_bodies
+from .model import (
+    Alloc,
+    Kernel,
+    KernelResult,
+    LoopResult,
+    ScheduledStmt,
+    Stmt,
+    is_im2col,
+    walk_bodies,
+)
 
 if TYPE_CHECKING:
     from .values import Env
@@ -362,7 +371,7 @@ def _threads(kernel: Kernel, env: object, flat: List[ScheduledStmt],
     # A ``T.im2col`` moved to the producer is gathered by the producer
     # warpgroup alone (measured: pipeline_im2col on sm_90, 128 + 256 threads).
     full = bool(simts) or any(_sync_copy_like(ss.stmt, kernel, env, allocs)
-                              and "im2col" not in ss.stmt.op for ss in flat)
+                              and not is_im2col(ss.stmt) for ss in flat)
     return own, own if full and own is not None else PRODUCER_WARPGROUP
 
 
